@@ -1,0 +1,1 @@
+"""The ``aem`` command: the single front door over environments, agent and harness."""

@@ -1,0 +1,3 @@
+from aem_cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""``aem play``: a person (or a named policy) plays one episode in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+import gymnasium as gym
+
+from aem_envs.core.errors import AEMError
+from aem_envs.policies import POLICIES
+from aem_envs.registration import entry
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("play", help="play one episode in the terminal")
+    parser.add_argument("env_id", help="an id from `aem envs`, e.g. aem/ALFWorld-v0")
+    parser.add_argument("--policy", choices=sorted(POLICIES), help="let a policy play")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", help="task split (default: the env's first)")
+    parser.add_argument("--task-id", help="play this task")
+    parser.add_argument("--max-steps", type=int, help="episode step limit")
+    parser.add_argument(
+        "--env-kwargs", default="{}", help="JSON object of extra constructor arguments"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the final result")
+    parser.set_defaults(func=run)
+
+
+def _make(args: argparse.Namespace) -> gym.Env:
+    item = entry(args.env_id)
+    try:
+        kwargs: dict[str, Any] = json.loads(args.env_kwargs)
+    except json.JSONDecodeError as exc:
+        raise AEMError(f"--env-kwargs is not a JSON object: {exc}") from exc
+    if args.max_steps is not None:
+        kwargs["max_steps"] = args.max_steps
+    return gym.make(f"aem_envs:{item.id}", **kwargs)
+
+
+def run(args: argparse.Namespace) -> int:
+    env = _make(args)
+    policy = POLICIES[args.policy](seed=args.seed) if args.policy == "random" else None
+    if args.policy == "expert":
+        policy = POLICIES["expert"]()
+    options = {k: v for k, v in (("split", args.split), ("task_id", args.task_id)) if v}
+    try:
+        obs, info = env.reset(seed=args.seed, options=options)
+        total, done = 0.0, False
+        while not done:
+            if not args.quiet:
+                print(f"\n--- step {info['step']} ---\n{obs}")
+                if info["admissible_actions"] is not None:
+                    print("admissible: " + " | ".join(info["admissible_actions"]))
+            if policy is None:
+                try:
+                    action = input("> ")
+                except EOFError:
+                    print("\n(end of input)")
+                    break
+            else:
+                action = policy.act(env)
+                if not args.quiet:
+                    print(f"> {action}")
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += reward
+            done = terminated or truncated
+        if done and not args.quiet:
+            print(f"\n{obs}")
+        print(
+            f"task {info['task_id']} ({info['task_type']}): won={info['won']} "
+            f"score={info['score']:.3f} return={total:.2f} steps={info['step']}"
+        )
+    finally:
+        env.close()
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,309 @@
+"""The environment contract, implemented once for every aem environment.
+
+Subclasses describe a benchmark (which tasks exist, how an episode starts, what an action
+does); :class:`TextEnv` turns that into Gymnasium semantics: text spaces, seeding, the
+``info`` keys every id carries, the reward scheme, the step limit, the invalid-action path
+that never raises, and pickling by replay. Keeping this in one place is what lets a trainer
+treat ALFWorld, WebShop and SWE-bench alike.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.error import ResetNeeded
+
+from aem_envs.core.rewards import RewardScheme
+from aem_envs.core.spaces import TextSpace
+
+INFO_KEYS = (
+    "task_id",
+    "task_type",
+    "instruction",
+    "won",
+    "score",
+    "action_valid",
+    "admissible_actions",
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    """What an episode is about; ``task_type`` groups tasks in reports (e.g. ALFWorld's six)."""
+
+    task_id: str
+    task_type: str
+    instruction: str
+
+
+@dataclass
+class Outcome:
+    """What one action did, as the subclass reports it; the base class turns it into a step."""
+
+    observation: str
+    valid: bool = True
+    done: bool = False
+    won: bool = False
+    score: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Episode:
+    """Enough to rebuild an episode in another process: RNG state at reset, options, actions."""
+
+    rng_state: dict[str, Any]
+    options: dict[str, Any]
+    actions: list[str] = field(default_factory=list)
+
+
+class TextEnv(gym.Env[str, str]):
+    """Base class of every aem environment (``gymnasium.Env[str, str]``).
+
+    Subclasses implement :meth:`task_ids`, :meth:`_start`, :meth:`_act` and
+    :meth:`_admissible`; optionally :meth:`expert_action` and :meth:`_grade_at_limit`.
+    Constructor keywords common to all: ``reward_scheme`` (see :class:`RewardScheme`),
+    ``max_steps`` (episode limit → ``truncated``), ``render_mode`` (``"ansi"``/``"human"``).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    #: Longest observation the env emits; longer text is clipped with a marker.
+    max_observation_length: ClassVar[int] = 1 << 16
+    #: Longest action accepted; longer strings are invalid actions (never an exception).
+    max_action_length: ClassVar[int] = 1 << 13
+    default_max_steps: ClassVar[int] = 50
+    #: Splits in the order ``aem envs`` prints them; the first is the default for ``reset``.
+    splits: ClassVar[tuple[str, ...]] = ("train",)
+    #: Words shaped like this env's commands, for readable random samples of the action space.
+    action_vocabulary: ClassVar[Sequence[str] | None] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> TextEnv:
+        self = super().__new__(cls)
+        self._init_args = (args, copy.deepcopy(kwargs))
+        return self
+
+    def __init__(
+        self,
+        *,
+        reward_scheme: RewardScheme | dict[str, Any] | str | None = None,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode={render_mode!r} is not supported; choose one of "
+                f"{self.metadata['render_modes']}"
+            )
+        self.render_mode = render_mode
+        self.reward_scheme = RewardScheme.coerce(reward_scheme)
+        self.max_steps = int(max_steps if max_steps is not None else self.default_max_steps)
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        vocab = {"vocabulary": self.action_vocabulary} if self.action_vocabulary else {}
+        self.observation_space = TextSpace(self.max_observation_length)
+        self.action_space = TextSpace(self.max_action_length, **vocab)
+        self.task: Task | None = None
+        self._episode: _Episode | None = None
+        self._steps = 0
+        self._done = False
+        self._last_observation = ""
+        self._last_info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ subclass hooks
+    def task_ids(self, split: str) -> Sequence[str]:
+        """Ids of the tasks in ``split`` (stable order: seeding picks by index)."""
+        raise NotImplementedError
+
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        """Begin an episode on ``task_id``; return the task and the first observation."""
+        raise NotImplementedError
+
+    def _act(self, action: str) -> Outcome:
+        """Execute one action; an action that cannot run returns ``Outcome(valid=False)``."""
+        raise NotImplementedError
+
+    def _admissible(self) -> list[str] | None:
+        """Actions valid now, or ``None`` where the action space is open (e.g. a shell)."""
+        return None
+
+    def _grade_at_limit(self) -> Outcome | None:
+        """Called when the step limit ends an episode that did not finish; may grade it."""
+        return None
+
+    def expert_action(self) -> str:
+        """The next action of this env's expert for the current episode."""
+        raise NotImplementedError(f"{type(self).__name__} has no expert")
+
+    @classmethod
+    def task_set_summary(cls) -> dict[str, dict[str, int]]:
+        """Bundled task counts, split → task type → count, for ``aem envs``.
+
+        Must not start an engine or import optional dependencies: it is read to list envs.
+        """
+        return {}
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        self._episode = _Episode(copy.deepcopy(self.np_random.bit_generator.state), options)
+        return self._begin(options)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._episode is None:
+            raise ResetNeeded("call reset() before step()")
+        self._episode.actions.append(action if isinstance(action, str) else repr(action))
+        if self._done:
+            outcome = Outcome("The episode is over; call reset() to start a new one.", valid=False)
+        elif not isinstance(action, str):
+            outcome = Outcome(
+                f"Invalid action: expected a string, got {type(action).__name__}.", valid=False
+            )
+        elif len(action) > self.max_action_length:
+            outcome = Outcome(
+                f"Invalid action: {len(action)} characters is longer than the "
+                f"{self.max_action_length} allowed.",
+                valid=False,
+            )
+        else:
+            outcome = self._act(action)
+        return self._advance(outcome)
+
+    def reject(self, reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Take a step that does nothing but say ``reason`` (e.g. a reply without an action).
+
+        Why public: wrappers that parse LLM replies need the invalid-action path (penalty,
+        step count, limit) without inventing an action string the env might accept.
+        """
+        if self._episode is None:
+            raise ResetNeeded("call reset() before step()")
+        self._episode.actions.append(_Rejection(reason))
+        return self._advance(Outcome(reason, valid=False))
+
+    def render(self) -> str | None:
+        if self.render_mode == "human":
+            print(self._last_observation)
+            return None
+        return self._last_observation
+
+    @property
+    def admissible_actions(self) -> list[str] | None:
+        return None if self._done else self._admissible()
+
+    # ------------------------------------------------------------------ internals
+    def _begin(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        unknown = set(options) - {"task_id", "split"} - set(self._extra_reset_options())
+        if unknown:
+            raise ValueError(
+                f"unknown reset option(s) {sorted(unknown)}; supported: task_id, split"
+                + "".join(f", {k}" for k in self._extra_reset_options())
+            )
+        split = options.get("split", self.splits[0])
+        if split not in self.splits:
+            raise ValueError(f"split={split!r} does not exist; choose one of {list(self.splits)}")
+        ids = self.task_ids(split)
+        if "task_id" in options:
+            task_id = str(options["task_id"])
+            if task_id not in ids:
+                raise ValueError(
+                    f"task_id={task_id!r} is not in split {split!r}; "
+                    f"run `aem envs` to list the task sets"
+                )
+        else:
+            if not ids:
+                raise ValueError(f"split {split!r} has no tasks")
+            task_id = ids[int(self.np_random.integers(len(ids)))]
+        self._steps = 0
+        self._done = False
+        self.task, observation = self._start(task_id, split)
+        self._last_observation = self._clip(observation)
+        self._last_info = self._info(Outcome(observation))
+        return self._last_observation, dict(self._last_info)
+
+    def _extra_reset_options(self) -> Sequence[str]:
+        """Reset options a subclass understands beyond ``task_id`` and ``split``."""
+        return ()
+
+    def _advance(self, outcome: Outcome) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        already_done = self._done
+        self._steps += 1
+        terminated = outcome.done and not already_done
+        truncated = False
+        if not terminated and not already_done and self._steps >= self.max_steps:
+            truncated = True
+            graded = self._grade_at_limit()
+            if graded is not None:
+                graded.observation = outcome.observation + "\n" + graded.observation
+                graded.valid = outcome.valid
+                graded.info = {**outcome.info, **graded.info}
+                outcome = graded
+        final = terminated or (truncated and outcome.done)
+        reward = 0.0
+        if not already_done:
+            reward = self.reward_scheme.reward(
+                valid=outcome.valid, done=final, won=outcome.won, score=outcome.score
+            )
+        self._done = already_done or terminated or truncated
+        self._last_observation = self._clip(outcome.observation)
+        self._last_info = self._info(outcome)
+        return self._last_observation, float(reward), terminated, truncated, dict(self._last_info)
+
+    def _info(self, outcome: Outcome) -> dict[str, Any]:
+        assert self.task is not None
+        return {
+            **outcome.info,
+            "task_id": self.task.task_id,
+            "task_type": self.task.task_type,
+            "instruction": self.task.instruction,
+            "won": bool(outcome.won),
+            "score": float(outcome.score),
+            "action_valid": bool(outcome.valid),
+            "admissible_actions": self.admissible_actions,
+            "step": self._steps,
+        }
+
+    def _clip(self, text: str) -> str:
+        limit = self.max_observation_length
+        if len(text) <= limit:
+            return text
+        marker = f"\n[... {len(text) - limit} characters clipped ...]\n"
+        head = (limit - len(marker)) // 2
+        tail = limit - len(marker) - head
+        return text[:head] + marker + text[len(text) - tail :]
+
+    # ------------------------------------------------------------------ pickling by replay
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as constructor arguments plus the episode so far, rebuilt by replay.
+
+        Why: environments hold engines, browsers and containers that cannot be pickled;
+        replaying the same seed state and actions rebuilds an equal env in any process.
+        """
+        args, kwargs = self._init_args
+        return (_rebuild, (type(self), args, kwargs, copy.deepcopy(self._episode)))
+
+
+class _Rejection(str):
+    """An entry in the action log that stands for :meth:`TextEnv.reject`, not a real action."""
+
+
+def _rebuild(cls: type[TextEnv], args: tuple, kwargs: dict, episode: _Episode | None) -> TextEnv:
+    env = cls(*args, **kwargs)
+    if episode is None:
+        return env
+    env.np_random = np.random.Generator(np.random.PCG64())
+    env.np_random.bit_generator.state = copy.deepcopy(episode.rng_state)
+    env._episode = _Episode(episode.rng_state, episode.options)
+    env._begin(dict(episode.options))
+    for action in episode.actions:
+        if isinstance(action, _Rejection):
+            env.reject(str(action))
+        else:
+            env.step(action)
+    return env

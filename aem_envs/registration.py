@@ -1,0 +1,103 @@
+"""The environment ids aem provides, what each needs, and their registration with Gymnasium.
+
+Registration is a table rather than scattered ``gym.register`` calls so that ``aem envs``
+can say what every id needs without importing any engine, and so that an id is registered
+only once its package has landed in this distribution.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+
+import gymnasium as gym
+
+NAMESPACE = "aem"
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One environment id: where its class lives and what it needs to run."""
+
+    id: str
+    entry_point: str
+    extra: str
+    modules: tuple[str, ...]
+    system: str
+    summary: str
+
+    @property
+    def package(self) -> str:
+        return self.entry_point.split(":")[0].rsplit(".", 1)[0]
+
+    def landed(self) -> bool:
+        """Whether this distribution ships the env's package at all."""
+        return importlib.util.find_spec(self.package) is not None
+
+    def missing_modules(self) -> list[str]:
+        """Optional Python dependencies of this id that are not importable here."""
+        return [m for m in self.modules if importlib.util.find_spec(m.split(".")[0]) is None]
+
+    def env_class(self) -> type:
+        module, attr = self.entry_point.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+ENTRIES: tuple[EnvEntry, ...] = (
+    EnvEntry(
+        id="aem/ALFWorld-v0",
+        entry_point="aem_envs.alfworld.env:ALFWorldEnv",
+        extra="alfworld",
+        modules=("textworld", "alfworld", "fast_downward"),
+        system="none (fast-downward compiles with cmake < 4 and g++)",
+        summary="ALFWorld household tasks on the real alfworld/textworld engine",
+    ),
+    EnvEntry(
+        id="aem/WebShop-v0",
+        entry_point="aem_envs.webshop.env:WebShopEnv",
+        extra="webshop",
+        modules=("bm25s", "rapidfuzz"),
+        system="none",
+        summary="WebShop shopping site with its exact reward, in-process text modes",
+    ),
+    EnvEntry(
+        id="aem/WebShopBrowser-v0",
+        entry_point="aem_envs.webshop.browser:WebShopBrowserEnv",
+        extra="browser",
+        modules=("bm25s", "rapidfuzz", "selenium"),
+        system="/usr/bin/chromium and /usr/bin/chromedriver (apt: chromium chromium-driver)",
+        summary="WebShop driven in headless Chromium through Selenium",
+    ),
+    EnvEntry(
+        id="aem/SWE-v0",
+        entry_point="aem_envs.swe.env:SWEEnv",
+        extra="swe",
+        modules=("docker", "swebench"),
+        system="a Docker engine (apt: docker.io) and debootstrap, or bubblewrap",
+        summary="SWE-bench-style repository tasks in a sandbox, graded like the swebench harness",
+    ),
+)
+
+
+def landed_entries() -> list[EnvEntry]:
+    return [entry for entry in ENTRIES if entry.landed()]
+
+
+def entry(env_id: str) -> EnvEntry:
+    """The table entry for ``env_id`` (with or without the ``aem_envs:`` module prefix)."""
+    bare = env_id.split(":", 1)[-1]
+    for candidate in landed_entries():
+        if candidate.id == bare:
+            return candidate
+    from aem_envs.core.errors import AEMError
+
+    known = ", ".join(e.id for e in landed_entries()) or "none"
+    raise AEMError(f"unknown environment id {env_id!r}; registered ids: {known}")
+
+
+def register_envs() -> None:
+    """Register every landed id with Gymnasium (idempotent)."""
+    for item in landed_entries():
+        if item.id not in gym.registry:
+            gym.register(id=item.id, entry_point=item.entry_point, disable_env_checker=False)

@@ -1,0 +1,122 @@
+"""Record every episode as one JSON Lines file, written atomically.
+
+Layout: ``<directory>/<episode_id>.jsonl``. Line 1 is a header (``kind="episode"``: env id,
+seed, reset options, task), then one line per step (``kind="step"``: action, observation,
+reward, terminated, truncated, info), then a footer (``kind="end"``: return, length, won,
+score, finished). The file appears only when the episode ends (or the env closes with an
+unfinished episode, flagged ``finished: false``), by rename from a temporary file, so a
+killed run never leaves a half-written trajectory — a reader either sees the whole
+episode or none of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from aem_envs.core.io import atomic_write_jsonl
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
+
+
+class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
+    """Writes one ``.jsonl`` file per episode into ``directory``."""
+
+    def __init__(
+        self,
+        env: gym.Env[str, str],
+        directory: str | os.PathLike[str],
+        *,
+        episode_prefix: str = "",
+    ) -> None:
+        super().__init__(env)
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.episode_prefix = episode_prefix
+        self._rows: list[dict[str, Any]] = []
+        self._path: Path | None = None
+        self._return = 0.0
+        self.last_path: Path | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        self._flush(finished=False)
+        obs, info = self.env.reset(seed=seed, options=options)
+        episode_id = f"{self.episode_prefix}{uuid.uuid4().hex[:12]}"
+        self._path = self.directory / f"{episode_id}.jsonl"
+        spec_id = self.env.spec.id if self.env.spec is not None else type(self.env.unwrapped).__name__
+        self._return = 0.0
+        self._rows = [
+            {
+                "kind": "episode",
+                "episode_id": episode_id,
+                "env_id": spec_id,
+                "seed": seed,
+                "options": _jsonable(options or {}),
+                "observation": obs,
+                "info": _jsonable(info),
+            }
+        ]
+        return obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._return += float(reward)
+        self._rows.append(
+            {
+                "kind": "step",
+                "action": action if isinstance(action, str) else repr(action),
+                "observation": obs,
+                "reward": float(reward),
+                "terminated": bool(terminated),
+                "truncated": bool(truncated),
+                "info": _jsonable(info),
+            }
+        )
+        if terminated or truncated:
+            self._flush(finished=True)
+        return obs, reward, terminated, truncated, info
+
+    def close(self) -> None:
+        self._flush(finished=False)
+        super().close()
+
+    def _flush(self, *, finished: bool) -> None:
+        if self._path is None or not self._rows:
+            return
+        last_info = self._rows[-1].get("info", {})
+        self._rows.append(
+            {
+                "kind": "end",
+                "finished": finished,
+                "length": len(self._rows) - 1,
+                "return": self._return,
+                "won": bool(last_info.get("won", False)),
+                "score": float(last_info.get("score", 0.0)),
+            }
+        )
+        self.last_path = atomic_write_jsonl(self._path, self._rows)
+        self._rows, self._path = [], None
+
+
+def read_trajectory(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Rows of a trajectory file written by :class:`TrajectoryRecorder`."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]

@@ -11,7 +11,7 @@ import gymnasium as gym
 
 from aem_envs.core.errors import AEMError
 from aem_envs.policies import POLICIES
-from aem_envs.registration import entry
+from aem_envs.registration import resolve_env_id
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,14 +30,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _make(args: argparse.Namespace) -> gym.Env:
-    item = entry(args.env_id)
+    env_id = resolve_env_id(args.env_id)
     try:
         kwargs: dict[str, Any] = json.loads(args.env_kwargs)
     except json.JSONDecodeError as exc:
         raise AEMError(f"--env-kwargs is not a JSON object: {exc}") from exc
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
-    return gym.make(f"aem_envs:{item.id}", **kwargs)
+    return gym.make(env_id, **kwargs)
 
 
 def run(args: argparse.Namespace) -> int:

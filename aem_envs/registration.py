@@ -26,22 +26,26 @@ class EnvEntry:
     modules: tuple[str, ...]
     system: str
     summary: str
+    #: Services the id needs at run time beyond Python packages ("docker", "browser").
+    resources: tuple[str, ...] = ()
 
     @property
-    def package(self) -> str:
-        return self.entry_point.split(":")[0].rsplit(".", 1)[0]
+    def module(self) -> str:
+        return self.entry_point.split(":")[0]
 
     def landed(self) -> bool:
-        """Whether this distribution ships the env's package at all."""
-        return importlib.util.find_spec(self.package) is not None
+        """Whether this distribution ships the env's module at all."""
+        try:
+            return importlib.util.find_spec(self.module) is not None
+        except ModuleNotFoundError:
+            return False
 
     def missing_modules(self) -> list[str]:
         """Optional Python dependencies of this id that are not importable here."""
         return [m for m in self.modules if importlib.util.find_spec(m.split(".")[0]) is None]
 
     def env_class(self) -> type:
-        module, attr = self.entry_point.split(":")
-        return getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(self.module), self.entry_point.split(":")[1])
 
 
 ENTRIES: tuple[EnvEntry, ...] = (
@@ -68,6 +72,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=("bm25s", "rapidfuzz", "selenium"),
         system="/usr/bin/chromium and /usr/bin/chromedriver (apt: chromium chromium-driver)",
         summary="WebShop driven in headless Chromium through Selenium",
+        resources=("browser",),
     ),
     EnvEntry(
         id="aem/SWE-v0",
@@ -76,6 +81,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=("docker", "swebench"),
         system="a Docker engine (apt: docker.io) and debootstrap, or bubblewrap",
         summary="SWE-bench-style repository tasks in a sandbox, graded like the swebench harness",
+        resources=("docker",),
     ),
 )
 
@@ -84,16 +90,26 @@ def landed_entries() -> list[EnvEntry]:
     return [entry for entry in ENTRIES if entry.landed()]
 
 
-def entry(env_id: str) -> EnvEntry:
-    """The table entry for ``env_id`` (with or without the ``aem_envs:`` module prefix)."""
+def entry(env_id: str) -> EnvEntry | None:
+    """The table entry for ``env_id`` (with or without the ``aem_envs:`` prefix), if any."""
     bare = env_id.split(":", 1)[-1]
-    for candidate in landed_entries():
-        if candidate.id == bare:
-            return candidate
+    return next((item for item in landed_entries() if item.id == bare), None)
+
+
+def resolve_env_id(env_id: str) -> str:
+    """The id to pass to ``gym.make``: an aem id, or any id registered with Gymnasium.
+
+    Raises one clear line for an unknown id, listing the aem ids.
+    """
+    item = entry(env_id)
+    if item is not None:
+        return f"aem_envs:{item.id}"
+    if env_id in gym.registry:
+        return env_id
     from aem_envs.core.errors import AEMError
 
-    known = ", ".join(e.id for e in landed_entries()) or "none"
-    raise AEMError(f"unknown environment id {env_id!r}; registered ids: {known}")
+    known = ", ".join(e.id for e in landed_entries()) or "none installed"
+    raise AEMError(f"unknown environment id {env_id!r}; aem ids: {known} (see `aem envs`)")
 
 
 def register_envs() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 from collections.abc import Sequence
+from collections.abc import Sequence as SequenceABC
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,10 @@ class TextSpace(Space[str]):
                 raise ValueError("mask must be a non-empty sequence of strings")
             return str(choices[int(self.np_random.integers(len(choices)))])
         n_words = int(self.np_random.integers(1, 6))
-        words = [self.vocabulary[int(i)] for i in self.np_random.integers(len(self.vocabulary), size=n_words)]
+        words = [
+            self.vocabulary[int(i)]
+            for i in self.np_random.integers(len(self.vocabulary), size=n_words)
+        ]
         text = " ".join(words)[: self.max_length]
         return text.ljust(self.min_length, "_")
 
@@ -107,14 +111,41 @@ def _create_text_shared_memory(space: TextSpace, n: int = 1, ctx: Any = mp) -> A
     return ctx.Array(np.dtype(np.uint8).char, n * _slot_size(space))
 
 
-@_shm.read_from_shared_memory.register(TextSpace)
-def _read_text_shared_memory(space: TextSpace, shared_memory: Any, n: int = 1) -> tuple[str, ...]:
-    buffer = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8).reshape(n, _slot_size(space))
-    texts = []
-    for row in buffer:
+class SharedTextView(SequenceABC[str]):
+    """A live, read-only view of the strings in a shared-memory buffer.
+
+    Why a view: ``AsyncVectorEnv`` reads shared memory once, at construction, and relies
+    on the result aliasing the buffer (true of NumPy arrays). Decoding on access keeps that
+    contract for strings; ``deepcopy`` (what the vector env returns by default) snapshots
+    the current strings as a plain tuple.
+    """
+
+    def __init__(self, space: TextSpace, shared_memory: Any, n: int) -> None:
+        self._rows = np.frombuffer(shared_memory.get_obj(), dtype=np.uint8).reshape(
+            n, _slot_size(space)
+        )
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        row = self._rows[index]
         length = int(row[:_HEADER].view("<u8")[0])
-        texts.append(bytes(row[_HEADER : _HEADER + length]).decode("utf-8"))
-    return tuple(texts)
+        return bytes(row[_HEADER : _HEADER + length]).decode("utf-8")
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SequenceABC) and tuple(self) == tuple(other)
+
+    def __repr__(self) -> str:
+        return f"SharedTextView({tuple(self)!r})"
+
+
+@_shm.read_from_shared_memory.register(TextSpace)
+def _read_text_shared_memory(space: TextSpace, shared_memory: Any, n: int = 1) -> SharedTextView:
+    return SharedTextView(space, shared_memory, n)
 
 
 @_shm.write_to_shared_memory.register(TextSpace)

@@ -61,7 +61,9 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
         obs, info = self.env.reset(seed=seed, options=options)
         episode_id = f"{self.episode_prefix}{uuid.uuid4().hex[:12]}"
         self._path = self.directory / f"{episode_id}.jsonl"
-        spec_id = self.env.spec.id if self.env.spec is not None else type(self.env.unwrapped).__name__
+        spec_id = (
+            self.env.spec.id if self.env.spec is not None else type(self.env.unwrapped).__name__
+        )
         self._return = 0.0
         self._rows = [
             {

@@ -1,0 +1,1 @@
+"""The aem reference agent: policies, prompts, multi-turn rollouts and the AEM GRPO trainer."""

@@ -1,0 +1,140 @@
+"""Chat prompts for LLM agents, one short template per environment family.
+
+The layout follows the published agentic-RL setups (verl-agent / GiGPO): the task, a window
+of the most recent (observation, action) pairs, the current observation, the admissible
+actions where the env lists them, and a reply format with ``<think>`` and ``<action>`` tags
+that :class:`aem_envs.wrappers.ReplyParser` reads. Only a window of history is shown
+because the prompt must stay short for small models and bounded over 50-step episodes;
+the step count still tells the model how far along it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aem_agent.policies.base import PolicyInput
+from aem_envs.core.errors import AEMError
+
+#: Old observations in the history window are clipped to this many characters (head and
+#: tail kept) so that one long page or command output cannot crowd out the current step.
+HISTORY_OBSERVATION_CHARS = 512
+
+REPLY_FORMAT = (
+    "First reason step by step about the current situation inside <think> </think> tags. "
+    "Then give exactly one action inside <action> </action> tags."
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """What differs between environments: who the agent is and what an action looks like."""
+
+    system: str
+    action_hint: str
+
+
+TEMPLATES: dict[str, PromptTemplate] = {
+    "ALFWorld": PromptTemplate(
+        system="You are an expert agent acting in a text-based household (ALFWorld).",
+        action_hint="Choose one of the admissible actions, written exactly as listed.",
+    ),
+    "WebShop": PromptTemplate(
+        system="You are an expert agent shopping on a web store (WebShop).",
+        action_hint=(
+            "An action is search[your query] when a search bar is shown, or "
+            "click[label] for one of the listed clickables."
+        ),
+    ),
+    "SWE": PromptTemplate(
+        system=(
+            "You are an expert software engineer fixing an issue in a repository "
+            "inside a sandbox (SWE-bench)."
+        ),
+        action_hint=(
+            "An action is one command run in the repository; the observation shows its "
+            "output. Finish by submitting your change as the environment describes."
+        ),
+    ),
+}
+
+GENERIC = PromptTemplate(
+    system="You are an expert agent acting in a text environment.",
+    action_hint="Choose the single next action that brings you closest to finishing the task.",
+)
+
+
+def env_family(env_id: str) -> str:
+    """``"aem/WebShopBrowser-v0"`` → ``"WebShopBrowser"``: the id without namespace/version."""
+    name = env_id.rsplit("/", 1)[-1].split(":")[-1]
+    return re.sub(r"-v\d+$", "", name)
+
+
+def template_for(env_id: str) -> PromptTemplate:
+    """The template of ``env_id``'s family; variants (``WebShopBrowser``) share their base's.
+
+    Unknown ids get the generic template, so new or user-registered envs work unchanged.
+    """
+    family = env_family(env_id)
+    for key in sorted(TEMPLATES, key=len, reverse=True):
+        if family.startswith(key):
+            return TEMPLATES[key]
+    return GENERIC
+
+
+def clip_middle(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, keeping its head and tail."""
+    if len(text) <= limit:
+        return text
+    marker = " [...] "
+    head = max(0, (limit - len(marker)) // 2)
+    tail = max(0, limit - len(marker) - head)
+    return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def _history_block(history: list[tuple[str, str]], window: int) -> str:
+    shown = history[-window:] if window > 0 else []
+    if not shown:
+        return ""
+    first = len(history) - len(shown) + 1
+    lines = [
+        f"[Step {first + i}] Observation: {clip_middle(obs, HISTORY_OBSERVATION_CHARS)}\n"
+        f"Action: {action}"
+        for i, (obs, action) in enumerate(shown)
+    ]
+    return (
+        f"Before this step you took {len(history)} step(s). "
+        f"The most recent {len(shown)} observation(s) and your action(s):\n"
+        + "\n".join(lines)
+        + "\n\n"
+    )
+
+
+def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
+    """The user turn for one step: task, history window, observation, actions, format."""
+    template = template_for(inp.env_id)
+    step = len(inp.history) + 1
+    parts = [f"Your task is to: {inp.instruction}\n\n", _history_block(inp.history, history_window)]
+    parts.append(f"You are now at step {step}. Current observation:\n{inp.observation}\n\n")
+    if inp.admissible_actions is not None:
+        listed = "\n".join(f"- {action}" for action in inp.admissible_actions)
+        parts.append(f"Admissible actions now:\n{listed}\n\n")
+    parts.append(f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}")
+    return "".join(parts)
+
+
+def build_messages(
+    inp: PolicyInput, *, history_window: int = 5, system_prompt: str | None = None
+) -> list[dict[str, str]]:
+    """Chat messages (system + user) asking for the next action of one episode.
+
+    ``history_window`` is how many recent (observation, action) pairs are shown (0: none);
+    ``system_prompt`` replaces the env family's system text.
+    """
+    if history_window < 0:
+        raise AEMError(f"history_window must be 0 or more, got {history_window}")
+    system = template_for(inp.env_id).system if system_prompt is None else system_prompt
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": user_prompt(inp, history_window=history_window)},
+    ]

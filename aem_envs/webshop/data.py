@@ -1,0 +1,523 @@
+"""Reading and writing WebShop catalogs in the original file formats.
+
+The original WebShop ships its data as JSON files (``items_shuffle*.json`` for products,
+``items_ins_v2*.json`` for attributes and synthetic instructions, ``items_human_ins.json`` for
+human instructions, ``reviews.json`` for reviews). Users who have them point
+:func:`load_original` at their folder; the bundled catalog is the same set of files, made by
+:mod:`aem_envs.webshop.generate` and shipped gzipped, read through the very same code.
+
+Parsing follows the original engine (``web_agent_site/engine/engine.py`` and ``goal.py``):
+price strings ``$a`` / ``$a to $b`` (a missing price counts as 100, a range is priced by a
+uniform draw), option values lower-cased with ``/`` shown as `` | ``, ``DUMMY_ATTR`` for
+products without attributes, the ``price_upper`` rule and goal weights. Randomness comes from
+one seeded generator instead of the global one, so a seed fixes the whole catalog; the split
+shuffle uses the original's fixed seed, so goal ``i`` is the original's goal ``i`` when the
+original files are given.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import json
+import random
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.errors import DataError
+from aem_envs.core.io import atomic_write_bytes
+from aem_envs.webshop.catalog import Catalog, Goal, Product
+
+#: The seed the original environments shuffle goals with before splitting them.
+WEBSHOP_SEED = 233
+#: Goals per split, in order after the shuffle; the rest are ``train``.
+SPLIT_SIZES: tuple[tuple[str, int], ...] = (("test", 500), ("eval", 1000))
+SPLITS: tuple[str, ...] = ("test", "eval", "train")
+#: The price a product without a price string gets.
+MISSING_PRICE = 100.0
+#: Candidate price bounds: multiples of 10 up to 990; the bound is drawn from the first four
+#: above the product's price.
+PRICE_BOUNDS: tuple[float, ...] = tuple(10.0 * i for i in range(1, 100))
+#: ``price_upper`` of a goal whose instruction states no price.
+NO_PRICE_BOUND = 1_000_000.0
+#: What a product without attributes in the ins file gets (as in the original).
+DUMMY_ATTRIBUTE = "DUMMY_ATTR"
+
+PRODUCTS_STEM = "items_shuffle"
+ATTRIBUTES_STEM = "items_ins_v2"
+HUMAN_FILE = "items_human_ins"
+REVIEWS_FILE = "reviews"
+
+BUNDLED_DIR = Path(__file__).with_name("data")
+
+_NOT_PRICE_CHARS = re.compile(r"[^\d.]")
+
+
+@dataclass(frozen=True)
+class OriginalRecords:
+    """The raw JSON content of one WebShop data folder (or of a generated catalog).
+
+    Why a separate stage: the generator produces these records directly, so generating a
+    catalog and writing-then-loading it run the same parsing code and give equal catalogs.
+    """
+
+    products: list[dict[str, Any]]
+    attributes: dict[str, dict[str, Any]]
+    human_instructions: dict[str, list[dict[str, Any]]]
+    reviews: list[dict[str, Any]]
+    #: Record kind → the file name it came from, for error messages.
+    files: Mapping[str, str]
+
+
+# ---------------------------------------------------------------------------------- files
+
+
+def _candidates(directory: Path, stem: str) -> list[Path]:
+    return sorted(
+        path
+        for pattern in (f"{stem}*.json", f"{stem}*.json.gz")
+        for path in directory.glob(pattern)
+        if path.is_file()
+    )
+
+
+def _pick(directory: Path, stem: str, *, required: bool) -> Path | None:
+    """The one file of a kind; the unsuffixed name wins when several variants are present."""
+    found = _candidates(directory, stem)
+    exact = [p for p in found if p.name in (f"{stem}.json", f"{stem}.json.gz")]
+    if exact:
+        return exact[0]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        if required:
+            raise DataError(
+                f"{directory}: no {stem}*.json file; point the loader at the folder holding "
+                "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
+            )
+        return None
+    names = ", ".join(p.name for p in found)
+    raise DataError(
+        f"{directory}: several {stem}*.json files ({names}); keep one of them in the folder "
+        f"or rename the one to use to {stem}.json"
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        return json.loads(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"{path}: cannot read the file ({exc})") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: not valid JSON ({exc}); re-download or regenerate it") from exc
+
+
+def read_original(directory: str | Path) -> OriginalRecords:
+    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a folder; give the folder holding items_shuffle*.json")
+    products_path = _pick(folder, PRODUCTS_STEM, required=True)
+    attributes_path = _pick(folder, ATTRIBUTES_STEM, required=True)
+    human_path = _pick(folder, HUMAN_FILE, required=False)
+    reviews_path = _pick(folder, REVIEWS_FILE, required=False)
+    assert products_path is not None and attributes_path is not None
+    files = {"products": str(products_path), "attributes": str(attributes_path)}
+    products = _read_json(products_path)
+    attributes = _read_json(attributes_path)
+    _expect(products, list, files["products"], "top level", "a list of products")
+    _expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
+    human: dict[str, list[dict[str, Any]]] = {}
+    if human_path is not None:
+        files["human_instructions"] = str(human_path)
+        human = _read_json(human_path)
+        _expect(human, dict, files["human_instructions"], "top level", "an object keyed by asin")
+    reviews: list[dict[str, Any]] = []
+    if reviews_path is not None:
+        files["reviews"] = str(reviews_path)
+        reviews = _read_json(reviews_path)
+        _expect(reviews, list, files["reviews"], "top level", "a list")
+    return OriginalRecords(products, attributes, human, reviews, files)
+
+
+def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:
+    """Write records as the original files (gzipped ``.json.gz`` when ``compress``)."""
+    folder = Path(directory)
+    contents = {
+        PRODUCTS_STEM: records.products,
+        ATTRIBUTES_STEM: records.attributes,
+        HUMAN_FILE: records.human_instructions,
+        REVIEWS_FILE: records.reviews,
+    }
+    for stem, content in contents.items():
+        raw = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if compress:
+            atomic_write_bytes(folder / f"{stem}.json.gz", gzip.compress(raw, 9, mtime=0))
+        else:
+            atomic_write_bytes(folder / f"{stem}.json", raw)
+
+
+# -------------------------------------------------------------------------------- parsing
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], file: str, field: str, what: str) -> None:
+    if not isinstance(value, kind):
+        raise DataError(
+            f"{file}: field '{field}' should be {what}, got {type(value).__name__}; "
+            "the file is not in the WebShop format"
+        )
+
+
+def parse_price(text: Any, *, file: str = "<price>", where: str = "pricing") -> list[float]:
+    """The price list of a price string, as the original engine reads it.
+
+    ``"$12.99"`` → ``[12.99]``; ``"$10.00 to $25.50"`` → ``[10.0, 25.5]``; thousands separators
+    and stray text are dropped; ``None`` or an empty string is a missing price (``[100.0]``).
+    Parts without digits (``"$ "``) are skipped rather than crashing as the original would.
+    """
+    if text is None or text == "":
+        return [MISSING_PRICE]
+    _expect(text, str, file, where, 'a price string such as "$12.99" or "$10 to $20"')
+    values: list[float] = []
+    for part in text.split("$")[1:]:
+        digits = _NOT_PRICE_CHARS.sub("", part).strip(".")
+        if not digits:
+            continue
+        try:
+            values.append(float(Decimal(digits)))
+        except InvalidOperation as exc:
+            raise DataError(
+                f"{file}: field '{where}' has an unreadable price {text!r}; "
+                'write it as "$12.99" or "$10 to $20"'
+            ) from exc
+    return values[:2] if values else [MISSING_PRICE]
+
+
+def _parse_options(raw: Any, file: str, where: str) -> dict[str, tuple[str, ...]]:
+    if not raw:
+        return {}
+    _expect(raw, dict, file, where, "an object of option name → list of {value: ...}")
+    options: dict[str, tuple[str, ...]] = {}
+    for name, contents in raw.items():
+        if contents is None:
+            continue
+        _expect(contents, list, file, f"{where}.{name}", "a list of {value: ...}")
+        values = []
+        for content in contents:
+            if not isinstance(content, dict) or not isinstance(content.get("value"), str):
+                raise DataError(
+                    f"{file}: field '{where}.{name}' has an entry without a string 'value'; "
+                    'each option entry must look like {"value": "large"}'
+                )
+            values.append(content["value"].strip().replace("/", " | ").lower())
+        options[name.lower()] = tuple(values)
+    return options
+
+
+def _text(record: Mapping[str, Any], key: str, file: str, where: str) -> str:
+    value = record.get(key)
+    if value is None:
+        return ""
+    _expect(value, str, file, f"{where}.{key}", "a string")
+    return value
+
+
+def _required_text(record: Mapping[str, Any], key: str, file: str, where: str) -> str:
+    if key not in record:
+        raise DataError(f"{file}: field '{where}.{key}' is missing; every product needs it")
+    return _text(record, key, file, where)
+
+
+def _reviews_by_asin(
+    reviews: Sequence[Any], file: str
+) -> dict[str, tuple[float | None, tuple[dict[str, str], ...]]]:
+    out: dict[str, tuple[float | None, tuple[dict[str, str], ...]]] = {}
+    for i, entry in enumerate(reviews):
+        where = f"[{i}]"
+        _expect(entry, dict, file, where, "an object with asin and reviews")
+        asin = _required_text(entry, "asin", file, where)
+        rating = entry.get("average_rating")
+        if rating is not None and not isinstance(rating, int | float):
+            try:
+                rating = float(rating)
+            except ValueError:
+                rating = None
+        items = entry.get("reviews") or []
+        _expect(items, list, file, f"{where}.reviews", "a list of reviews")
+        parsed = []
+        for j, review in enumerate(items):
+            _expect(review, dict, file, f"{where}.reviews[{j}]", "an object")
+            parsed.append(
+                {
+                    "title": str(review.get("title") or ""),
+                    "score": str(review.get("score", review.get("stars", ""))),
+                    "body": str(review.get("review", review.get("body", "")) or ""),
+                }
+            )
+        out[asin] = (None if rating is None else float(rating), tuple(parsed))
+    return out
+
+
+def parse_products(records: OriginalRecords, rng: random.Random) -> list[Product]:
+    """Products as the original engine derives them, in file order, duplicates dropped."""
+    file = records.files["products"]
+    reviews = _reviews_by_asin(records.reviews, records.files.get("reviews", "reviews.json"))
+    products: list[Product] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(records.products):
+        where = f"[{i}]"
+        _expect(raw, dict, file, where, "a product object")
+        asin = raw.get("asin")
+        _expect(asin, str, file, f"{where}.asin", "a string")
+        if asin == "nan" or len(asin) > 10 or asin in seen:
+            continue
+        seen.add(asin)
+        prices = parse_price(raw.get("pricing"), file=file, where=f"{where}.pricing")
+        price = prices[0] if len(prices) == 1 else rng.uniform(prices[0], prices[1])
+        bullets = raw.get("small_description")
+        if bullets is None:
+            bullets = []
+        elif isinstance(bullets, str):
+            bullets = [bullets]
+        _expect(bullets, list, file, f"{where}.small_description", "a list of strings")
+        ins = records.attributes.get(asin) or {}
+        attributes = ins.get("attributes") if isinstance(ins, dict) else None
+        if attributes is None:
+            attributes = [DUMMY_ATTRIBUTE]
+        _expect(attributes, list, records.files["attributes"], f"{asin}.attributes", "a list")
+        images = raw.get("images") or []
+        rating, product_reviews = reviews.get(asin, (None, ()))
+        products.append(
+            Product(
+                asin=asin,
+                name=_required_text(raw, "name", file, where),
+                category=_required_text(raw, "category", file, where),
+                query=_required_text(raw, "query", file, where).lower().strip(),
+                product_category=_required_text(raw, "product_category", file, where),
+                prices=tuple(prices),
+                price=price,
+                options=_parse_options(
+                    raw.get("customization_options"), file, f"{where}.customization_options"
+                ),
+                attributes=tuple(str(a) for a in attributes),
+                description=_text(raw, "full_description", file, where),
+                bullet_points=tuple(str(b) for b in bullets),
+                rating=rating,
+                reviews=product_reviews,
+                main_image=images[0] if images and isinstance(images[0], str) else None,
+            )
+        )
+    return products
+
+
+def price_bound(price: float, rng: random.Random) -> tuple[float, str]:
+    """The original ``price_upper`` rule: two of the four multiples of 10 above the price are
+    drawn and the larger one is the bound; with fewer than two candidates there is no bound."""
+    candidates = [p for p in PRICE_BOUNDS if p > price][:4]
+    if len(candidates) < 2:
+        return NO_PRICE_BOUND, ""
+    _, upper = sorted(rng.sample(candidates, 2))
+    return upper, f", and price lower than {upper:.2f} dollars"
+
+
+def _goal(product: Product, goal_id: str, **fields: Any) -> Goal:
+    return Goal(
+        goal_id=goal_id,
+        asin=product.asin,
+        query=product.query,
+        category=product.category,
+        name=product.name,
+        product_category=product.product_category,
+        **fields,
+    )
+
+
+def _option_values(raw: Any, file: str, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, dict):
+        raw = list(raw.values())
+    _expect(raw, list, file, where, "a list of option values")
+    return tuple(str(v) for v in raw)
+
+
+def goals_from_human_instructions(
+    records: OriginalRecords, products: Sequence[Product], rng: random.Random
+) -> list[Goal]:
+    """Goals from ``items_human_ins.json``; instructions without attributes are skipped."""
+    file = records.files.get("human_instructions", "items_human_ins.json")
+    goals: list[Goal] = []
+    for product in products:
+        entries = records.human_instructions.get(product.asin)
+        if not entries:
+            continue
+        _expect(entries, list, file, product.asin, "a list of instructions")
+        for k, entry in enumerate(entries):
+            where = f"{product.asin}[{k}]"
+            _expect(entry, dict, file, where, "an instruction object")
+            attributes = entry.get("instruction_attributes")
+            _expect(attributes, list, file, f"{where}.instruction_attributes", "a list")
+            if not attributes:
+                continue
+            instruction = entry.get("instruction")
+            _expect(instruction, str, file, f"{where}.instruction", "a string")
+            upper, price_text = price_bound(product.price, rng)
+            goals.append(
+                _goal(
+                    product,
+                    "",
+                    instruction=instruction.strip(".") + price_text,
+                    attributes=tuple(str(a) for a in attributes),
+                    goal_options=_option_values(
+                        entry.get("instruction_options"), file, f"{where}.instruction_options"
+                    ),
+                    price_upper=upper,
+                )
+            )
+    return goals
+
+
+def goals_from_synthetic_instructions(
+    records: OriginalRecords, products: Sequence[Product], rng: random.Random
+) -> list[Goal]:
+    """Goals from the ins file's synthetic instructions: one per option combination, weighted
+    by the inverse frequency of their attributes as in the original."""
+    file = records.files["attributes"]
+    goals: list[Goal] = []
+    for product in products:
+        ins = records.attributes.get(product.asin)
+        if not isinstance(ins, dict) or ins.get("instruction") is None:
+            continue
+        instruction = ins["instruction"]
+        _expect(instruction, str, file, f"{product.asin}.instruction", "a string")
+        attributes = ins.get("instruction_attributes")
+        _expect(attributes, list, file, f"{product.asin}.instruction_attributes", "a list")
+        if not attributes:
+            raise DataError(
+                f"{file}: field '{product.asin}.instruction_attributes' is empty; a synthetic "
+                "instruction needs at least one attribute"
+            )
+        upper, price_text = price_bound(product.price, rng)
+        names = sorted(product.options)
+        for combination in itertools.product(*(product.options[n] for n in names)):
+            pairs = zip(names, combination, strict=True)
+            option_text = ", and ".join(f"{name}: {value}" for name, value in pairs)
+            option_text = f" with {option_text}" if option_text else ""
+            goals.append(
+                _goal(
+                    product,
+                    "",
+                    instruction=f"{instruction}{option_text}{price_text}",
+                    attributes=tuple(str(a) for a in attributes),
+                    goal_options=tuple(combination),
+                    price_upper=upper,
+                )
+            )
+    counts = Counter(att for goal in goals for att in goal.attributes)
+    return [
+        replace(goal, weight=sum(1.0 / counts[a] for a in goal.attributes) / len(goal.attributes))
+        for goal in goals
+    ]
+
+
+def split_goals(goals: Sequence[Goal]) -> tuple[tuple[Goal, ...], dict[str, tuple[str, ...]]]:
+    """Shuffle goals once with the original's fixed seed and cut the paper splits.
+
+    Goal ids are the positions after the shuffle, as the original's ``fixed_<i>`` sessions.
+    """
+    order = list(goals)
+    random.Random(WEBSHOP_SEED).shuffle(order)
+    numbered = tuple(replace(goal, goal_id=str(i)) for i, goal in enumerate(order))
+    ids = [g.goal_id for g in numbered]
+    splits: dict[str, tuple[str, ...]] = {}
+    start = 0
+    for name, size in SPLIT_SIZES:
+        splits[name] = tuple(ids[start : start + size])
+        start += size
+    splits["train"] = tuple(ids[start:])
+    return numbered, splits
+
+
+def records_hash(records: OriginalRecords, **parameters: Any) -> str:
+    """A hash of the records' content and the loading parameters (not of file names)."""
+    digest = hashlib.sha256()
+    for part in (records.products, records.attributes, records.human_instructions):
+        digest.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    digest.update(json.dumps(records.reviews, sort_keys=True).encode("utf-8"))
+    digest.update(json.dumps(parameters, sort_keys=True).encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def build_catalog(
+    records: OriginalRecords,
+    *,
+    human_goals: bool = True,
+    seed: int = WEBSHOP_SEED,
+    num_products: int | None = None,
+    source: str,
+) -> Catalog:
+    """Turn raw records into a :class:`Catalog`: products, goals and the paper splits.
+
+    ``seed`` drives the price draws for ranges and the price bounds of goals;
+    ``num_products`` keeps only the first products (the files are pre-shuffled).
+    """
+    if num_products is not None:
+        records = OriginalRecords(
+            records.products[:num_products],
+            records.attributes,
+            records.human_instructions,
+            records.reviews,
+            records.files,
+        )
+    rng = random.Random(seed)
+    products = parse_products(records, rng)
+    if human_goals and not records.human_instructions:
+        raise DataError(
+            f"{Path(records.files['products']).parent}: human goals need items_human_ins.json; "
+            "add it or pass human_goals=False for the synthetic instructions"
+        )
+    maker = goals_from_human_instructions if human_goals else goals_from_synthetic_instructions
+    goals, splits = split_goals(maker(records, products, rng))
+    return Catalog(
+        products=tuple(products),
+        goals=goals,
+        splits=splits,
+        content_hash=records_hash(records, human_goals=human_goals, seed=seed),
+        source=source,
+    )
+
+
+def load_original(
+    directory: str | Path,
+    *,
+    human_goals: bool = True,
+    seed: int = WEBSHOP_SEED,
+    num_products: int | None = None,
+) -> Catalog:
+    """Load the original WebShop files (or files in their format) from ``directory``.
+
+    ``human_goals`` picks ``items_human_ins.json`` (the paper's 12,087 human instructions)
+    over the synthetic instructions of ``items_ins_v2*.json``.
+    """
+    records = read_original(directory)
+    return build_catalog(
+        records,
+        human_goals=human_goals,
+        seed=seed,
+        num_products=num_products,
+        source=f"original:{Path(directory).expanduser().resolve()}",
+    )
+
+
+@lru_cache(maxsize=1)
+def bundled_catalog() -> Catalog:
+    """The generated catalog that ships with aem (cached per process)."""
+    return build_catalog(read_original(BUNDLED_DIR), human_goals=True, source="bundled")

@@ -1,0 +1,156 @@
+"""The properties of AEM that design/AEM.md lists, checked on bare tensors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aem_agent.aem import aem_modulate, group_alpha
+
+finite = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinity=False)
+entropy = st.floats(min_value=0.0, max_value=8.0, allow_nan=False, allow_infinity=False)
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Groups of responses: advantages, per-token entropies, a response mask, group ids."""
+    n_groups = draw(st.integers(1, 4))
+    size = draw(st.integers(1, 5))
+    length = draw(st.integers(1, 6))
+    rows = n_groups * size
+    adv = torch.tensor(draw(st.lists(finite, min_size=rows, max_size=rows)))
+    ent = torch.tensor(
+        draw(
+            st.lists(
+                st.lists(entropy, min_size=length, max_size=length), min_size=rows, max_size=rows
+            )
+        )
+    )
+    lengths = draw(st.lists(st.integers(1, length), min_size=rows, max_size=rows))
+    mask = (torch.arange(length).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)).long()
+    groups = torch.arange(n_groups).repeat_interleave(size)
+    return adv, ent, mask, groups
+
+
+def _alpha(adv: torch.Tensor, modulated: torch.Tensor) -> torch.Tensor:
+    return modulated.double() / adv.double()
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(), st.floats(min_value=0.05, max_value=4.0))
+def test_group_mean_of_alpha_is_one(batch, lam: float) -> None:
+    adv, ent, mask, groups = batch
+    adv = adv.abs() + 1.0  # nonzero so α can be read back from A'/A
+    modulated, _ = aem_modulate(adv, ent, mask, groups, lam=lam)
+    alpha = _alpha(adv, modulated)
+    for g in groups.unique():
+        assert alpha[groups == g].mean().item() == pytest.approx(1.0, abs=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(), st.floats(min_value=0.05, max_value=4.0))
+def test_alpha_strictly_decreasing_in_entropy(batch, lam: float) -> None:
+    adv, ent, mask, groups = batch
+    adv = torch.ones_like(adv)
+    modulated, _ = aem_modulate(adv, ent, mask, groups, lam=lam)
+    hbar = (ent * mask).sum(1) / mask.sum(1)
+    for g in groups.unique():
+        rows = (groups == g).nonzero().flatten().tolist()
+        for i in rows:
+            for j in rows:
+                if hbar[i] < hbar[j] - 1e-6:
+                    assert modulated[i] > modulated[j]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches())
+def test_lambda_zero_is_identity_bit_for_bit(batch) -> None:
+    adv, ent, mask, groups = batch
+    for level in ("response", "turn"):
+        turns = torch.zeros_like(mask) if level == "turn" else None
+        modulated, _ = aem_modulate(adv, ent, mask, groups, lam=0.0, level=level, turn_ids=turns)
+        expected = adv if level == "response" else adv.unsqueeze(1).expand_as(ent)
+        assert torch.equal(modulated, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches(), st.floats(min_value=-1e3, max_value=1e3, allow_nan=False))
+def test_masked_tokens_never_change_the_result(batch, garbage: float) -> None:
+    adv, ent, mask, groups = batch
+    before, stats_before = aem_modulate(adv, ent, mask, groups, lam=1.0)
+    noisy = torch.where(mask.bool(), ent, torch.full_like(ent, garbage))
+    after, stats_after = aem_modulate(adv, noisy, mask, groups, lam=1.0)
+    assert torch.equal(before, after)
+    assert stats_before == stats_after
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches(), entropy)
+def test_identical_entropy_gives_alpha_one(batch, value: float) -> None:
+    adv, _, mask, groups = batch
+    ent = torch.full(mask.shape, value)
+    modulated, stats = aem_modulate(adv, ent, mask, groups, lam=2.0)
+    assert torch.equal(modulated, adv)
+    assert stats["alpha_min"] == stats["alpha_max"] == 1.0
+
+
+def test_single_member_groups_keep_alpha_one() -> None:
+    adv = torch.tensor([1.0, -2.0, 0.5])
+    ent = torch.tensor([[0.1, 0.2], [3.0, 4.0], [1.0, 0.0]])
+    modulated, _ = aem_modulate(adv, ent, torch.ones_like(ent), torch.arange(3), lam=1.0)
+    assert torch.equal(modulated, adv)
+
+
+def test_formula_on_a_worked_example() -> None:
+    adv = torch.tensor([1.0, 1.0, -1.0])
+    ent = torch.tensor([[0.0], [1.0], [2.0]])
+    modulated, stats = aem_modulate(adv, ent, torch.ones_like(ent), torch.zeros(3), lam=1.0, eps=0)
+    weights = [1.0, math.exp(-0.5), math.exp(-1.0)]
+    mean = sum(weights) / 3
+    assert modulated.tolist() == pytest.approx(
+        [w / mean * a for w, a in zip(weights, adv.tolist(), strict=True)]
+    )
+    assert stats["entropy_mean"] == pytest.approx(1.0)
+    assert stats["positive_advantage_share"] == pytest.approx(2 / 3)
+    assert stats["alpha_max"] == pytest.approx(1 / mean)
+
+
+def test_turn_level_gives_one_alpha_per_turn() -> None:
+    adv = torch.tensor([2.0, 2.0])
+    ent = torch.tensor([[0.0, 0.0, 9.0, 1.0], [2.0, 2.0, 2.0, 2.0]])
+    mask = torch.tensor([[1, 1, 0, 1], [1, 1, 1, 1]])
+    turns = torch.tensor([[0, 0, 0, 1], [0, 0, 1, 1]])
+    modulated, _ = aem_modulate(
+        adv, ent, mask, torch.zeros(2), lam=1.0, level="turn", turn_ids=turns
+    )
+    assert modulated.shape == ent.shape
+    # Turn 0 of row 0 (H̄ 0) is the least surprising unit, both turns of row 1 (H̄ 2) the most.
+    assert modulated[0, 0] == modulated[0, 1] > modulated[0, 3] > modulated[1, 0]
+    assert modulated[1, 0] == modulated[1, 3]
+    hbars = torch.tensor([0.0, 1.0, 2.0, 2.0])
+    alpha = group_alpha(hbars, torch.zeros(4), torch.ones(4, dtype=torch.bool), lam=1.0, eps=1e-6)
+    assert modulated[0, 3].item() == pytest.approx(2 * alpha[1].item())
+    assert alpha.mean().item() == pytest.approx(1.0)
+
+
+def test_empty_responses_keep_alpha_one_and_stay_out_of_the_group() -> None:
+    adv = torch.tensor([1.0, 1.0, 1.0])
+    ent = torch.tensor([[0.0], [1.0], [5.0]])
+    mask = torch.tensor([[1], [1], [0]])
+    modulated, _ = aem_modulate(adv, ent, mask, torch.zeros(3), lam=1.0)
+    assert modulated[2] == 1.0
+    assert (modulated[:2].mean()).item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"lam": -1.0}, "lambda"), ({"level": "episode"}, "level"), ({"level": "turn"}, "turn_ids")],
+)
+def test_bad_settings_raise_one_clear_error(kwargs: dict, message: str) -> None:
+    ent = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match=message):
+        aem_modulate(torch.zeros(2), ent, torch.ones_like(ent), torch.zeros(2), **kwargs)

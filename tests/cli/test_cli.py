@@ -1,0 +1,66 @@
+"""The ``aem`` command's foundation sub-commands, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from aem_cli.main import main
+from aem_envs.core.errors import MissingDependencyError, require
+
+
+def _aem(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "aem_cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_envs_lists_every_landed_id_with_its_extra() -> None:
+    result = _aem("envs", "--json")
+    assert result.returncode == 0, result.stderr
+    from aem_envs.registration import landed_entries
+
+    rows = json.loads(result.stdout)
+    assert [row["id"] for row in rows] == [item.id for item in landed_entries()]
+    assert all(row["install"].startswith("pip install 'aem[") for row in rows)
+
+
+def test_bad_env_id_is_one_clear_line() -> None:
+    result = _aem("play", "aem/NoSuch-v0", "--policy", "random")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown environment id 'aem/NoSuch-v0'" in lines[0]
+    assert "aem envs" in lines[0]
+
+
+def test_missing_optional_dependency_names_the_extra() -> None:
+    with pytest.raises(MissingDependencyError, match=r"pip install 'aem\[swe\]'"):
+        require("swe", "surely_not_a_module_xyz", feature="aem/SWE-v0")
+
+
+def test_play_expert_policy_wins(capsys) -> None:
+    import gymnasium as gym
+
+    from tests.fixtures.corridor import FIXTURE_ID
+
+    if FIXTURE_ID not in gym.registry:
+        gym.register(FIXTURE_ID, entry_point="tests.fixtures.corridor:CorridorEnv")
+    assert main(["play", FIXTURE_ID, "--policy", "expert", "--seed", "4", "--quiet"]) == 0
+    assert "won=True score=1.000 return=10.00" in capsys.readouterr().out
+
+
+def test_play_reads_actions_from_a_person(monkeypatch, capsys) -> None:
+    import gymnasium as gym
+
+    from tests.fixtures.corridor import FIXTURE_ID
+
+    if FIXTURE_ID not in gym.registry:
+        gym.register(FIXTURE_ID, entry_point="tests.fixtures.corridor:CorridorEnv")
+    answers = iter(["look", "go east"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    assert main(["play", FIXTURE_ID, "--max-steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "admissible: go east | look" in out and "steps=2" in out

@@ -1,0 +1,38 @@
+"""Trajectory files: one JSONL per episode, complete or absent, never half-written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aem_envs.wrappers import TrajectoryRecorder, read_trajectory
+from tests.fixtures.corridor import CorridorEnv
+
+
+def test_finished_episode_is_written_whole(tmp_path: Path) -> None:
+    env = TrajectoryRecorder(CorridorEnv(), tmp_path)
+    env.reset(seed=0)
+    actions = []
+    done = False
+    while not done:
+        action = env.unwrapped.expert_action()
+        actions.append(action)
+        _, _, terminated, truncated, _ = env.step(action)
+        done = terminated or truncated
+    rows = read_trajectory(env.last_path)
+    assert [r["kind"] for r in rows] == ["episode"] + ["step"] * len(actions) + ["end"]
+    assert [r["action"] for r in rows[1:-1]] == actions
+    assert rows[0]["seed"] == 0 and rows[-1]["finished"] and rows[-1]["won"]
+    assert rows[-1]["return"] == 10.0
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_unfinished_episode_is_flushed_on_reset_and_close(tmp_path: Path) -> None:
+    env = TrajectoryRecorder(CorridorEnv(), tmp_path)
+    env.reset(seed=1)
+    env.step("look")
+    assert list(tmp_path.glob("*.jsonl")) == []  # nothing visible mid-episode
+    env.reset(seed=2)
+    first = read_trajectory(env.last_path)
+    assert first[-1]["finished"] is False and first[-1]["length"] == 1
+    env.close()
+    assert len(list(tmp_path.glob("*.jsonl"))) == 2

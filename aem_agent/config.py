@@ -61,9 +61,7 @@ class AEMConfig(GRPOConfig):
         default=256,
         metadata={"help": "Distinct (task, seed) episodes in the training set; each is a group."},
     )
-    max_turns: int = field(
-        default=50, metadata={"help": "Episode step limit (the paper uses 50)."}
-    )
+    max_turns: int = field(default=50, metadata={"help": "Episode step limit (the paper uses 50)."})
     max_turn_tokens: int = field(
         default=256, metadata={"help": "Most new tokens the policy may generate in one turn."}
     )

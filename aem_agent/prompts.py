@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aem_agent.policies.base import PolicyInput
 from aem_envs.core.errors import AEMError
+
+if TYPE_CHECKING:  # the policies import this module; a runtime import would be circular
+    from aem_agent.policies.base import PolicyInput
 
 #: Old observations in the history window are clipped to this many characters (head and
 #: tail kept) so that one long page or command output cannot crowd out the current step.

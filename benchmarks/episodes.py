@@ -237,6 +237,7 @@ class _Live:
             "won": bool(self.info.get("won", False)) and self.error is None,
             "score": float(self.info.get("score", 0.0)) if self.error is None else 0.0,
             "steps": steps,
+            "max_steps": int(getattr(self.env.unwrapped, "max_steps", 0)),
             "terminated": self.terminated,
             "truncated": self.truncated,
             **self.totals,
@@ -282,11 +283,12 @@ def drive(
 
     try:
         while True:
-            fresh = []
-            for job in pending:
-                fresh.append(_Live(job, envs.acquire(job.env, job.env_kwargs)))
-                if len(live) + len(fresh) >= concurrency:
+            fresh: list[_Live] = []
+            while len(live) + len(fresh) < concurrency:
+                job = next(pending, None)
+                if job is None:
                     break
+                fresh.append(_Live(job, envs.acquire(job.env, job.env_kwargs)))
             each(_Live.reset, fresh)
             live.extend(fresh)
             _finish([e for e in live if e.done], live, run_dir, envs, on_finish)

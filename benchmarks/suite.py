@@ -7,6 +7,8 @@ number was measured on. Schema::
     name: quick
     description: one paragraph printed in the report
     seeds: [0]                     # every task is played once per seed
+    policies:                      # constructor keywords per policy spec, when that spec runs
+      smollm2: {max_new_tokens: 64, temperature: 0}
     envs:
       - env: aem/ALFWorld-v0       # a registered id, or "module:id" for your own env
         split: valid_seen          # default: the env's first split
@@ -95,6 +97,7 @@ class Suite:
     description: str
     envs: tuple[EnvSuite, ...]
     seeds: tuple[int, ...] = (0,)
+    policy_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
 
     def check_requirements(self) -> None:
@@ -142,7 +145,7 @@ def parse_suite(raw: Any, *, source: str = "<dict>") -> Suite:
     """Validate a suite mapping (as read from YAML) into a :class:`Suite`."""
     if not isinstance(raw, dict):
         raise SuiteError(f"{source}: a suite must be a mapping with 'name' and 'envs'")
-    _only(raw, {"name", "description", "seeds", "envs"}, source)
+    _only(raw, {"name", "description", "seeds", "policies", "envs"}, source)
     name = raw.get("name")
     envs = raw.get("envs")
     if not isinstance(name, str) or not name:
@@ -152,11 +155,17 @@ def parse_suite(raw: Any, *, source: str = "<dict>") -> Suite:
     seeds = raw.get("seeds", [0])
     if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) for s in seeds):
         raise SuiteError(f"{source}: 'seeds' must be a non-empty list of integers")
+    policy_kwargs = raw.get("policies") or {}
+    if not isinstance(policy_kwargs, dict) or not all(
+        isinstance(v, dict) for v in policy_kwargs.values()
+    ):
+        raise SuiteError(f"{source}: 'policies' must map a policy spec to its keywords")
     return Suite(
         name=name,
         description=str(raw.get("description", "")).strip(),
         envs=tuple(_parse_env(item, f"{source}: envs[{i}]") for i, item in enumerate(envs)),
         seeds=tuple(seeds),
+        policy_kwargs={str(k): dict(v) for k, v in policy_kwargs.items()},
         source=source,
     )
 

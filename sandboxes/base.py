@@ -171,7 +171,7 @@ class Sandbox(ABC):
         """
         self._check_open()
         script = (
-            'idx=$(mktemp) && trap \'rm -f "$idx"\' EXIT && '
+            "idx=$(mktemp) && trap 'rm -f \"$idx\"' EXIT && "
             '{ cp .git/index "$idx" 2>/dev/null || true; } && '
             'export GIT_INDEX_FILE="$idx" && git -c safe.directory="*" add -A && '
             "git -c safe.directory='*' -c core.quotepath=off diff --cached --no-color "

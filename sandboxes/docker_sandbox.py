@@ -20,18 +20,20 @@ Containment, and why each piece is there:
 
 from __future__ import annotations
 
+import contextlib
 import io
-import posixpath
+import shlex
 import tarfile
 import threading
 import time
+import uuid
 import weakref
 from typing import Any
 
 from aem_envs.core.errors import require
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
-from .output import OutputCollector
+from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
 
 # Docker's default capabilities minus those an SWE agent never needs and an escape might:
@@ -47,13 +49,20 @@ DROPPED_CAPABILITIES = (
 )
 
 # "$1" command, "$2" seconds, "$3" directory, "$4" = 1 to merge stderr into stdout.
-# After the command, kill(-1) signals every process but PID 1 and this shell.
+# After the command, kill(-1) signals every process but PID 1 and this shell. The command runs
+# as a background job only so that bash does not print its own "Killed" report.
 _WRAPPER = (
     'cd -- "$3" || exit 2; '
     'if [ "$4" = 1 ]; then exec 2>&1; fi; '
-    'timeout -s KILL "$2" bash -c "$1" </dev/null; rc=$?; '
+    'timeout -s KILL "$2" bash -c "$1" </dev/null '
+    "& wait $! 2>/dev/null; rc=$?; "
     "kill -9 -1 2>/dev/null; exit $rc"
 )
+# PID 1 of the container: it must survive kill(-1) (PID 1 is exempt) and a command's
+# ``kill 1`` (it ignores the catchable signals; SIGKILL from inside never reaches an init),
+# and reap the orphans that commands leave, which ``sleep infinity`` would not do. Its
+# sleeping child may be killed; the loop starts another. Sandboxes are removed with SIGKILL.
+_KEEPER = "trap '' TERM INT HUP; while :; do sleep 86400 & wait $!; done"
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
 
@@ -88,44 +97,50 @@ class DockerSandbox(Sandbox):
         self._docker = _docker_module()
         self._client = client or docker_client()
         self._lock = threading.Lock()
+        api = self._client.api
         try:
-            self._client.images.get(image)
+            created = api.create_container(image, **self._create_options())
         except self._docker.errors.ImageNotFound:
             raise SandboxError(
                 f"the Docker image {image!r} is not present locally; build it "
                 "(`aem sandbox build` for aem's images) or load it with `docker load -i FILE` "
                 "— nothing is pulled from a registry"
             ) from None
-        try:
-            self._container = self._client.containers.run(image, **self._create_options())
         except self._docker.errors.APIError as exc:
-            raise SandboxError(f"could not start a container from {image!r}: {exc}") from exc
-        self.container_id: str = self._container.id
+            raise SandboxError(f"could not create a container from {image!r}: {exc}") from exc
+        self.container_id: str = created["Id"]
         self._finalizer = weakref.finalize(self, _remove_quietly, self._client, self.container_id)
+        try:
+            api.start(self.container_id)
+        except self._docker.errors.APIError as exc:
+            self._finalizer()
+            raise SandboxError(f"could not start a container from {image!r}: {exc}") from exc
 
     def _create_options(self) -> dict[str, Any]:
+        """Arguments of the low-level ``create_container`` (two API calls open a sandbox)."""
         limits = self.limits
         ulimit = self._docker.types.Ulimit
         labels = current_owner().labels()
         labels[f"{LABEL_PREFIX}.image"] = self.image
-        return {
-            "command": ["sleep", "infinity"],
-            "detach": True,
-            "labels": labels,
-            "hostname": "sandbox",
-            "working_dir": "/",
-            "network_mode": "none",
-            "mem_limit": limits.memory,
-            "memswap_limit": limits.memory,
-            "pids_limit": limits.pids,
-            "nano_cpus": int(limits.cpus * 1e9),
-            "security_opt": ["no-new-privileges"],
-            "cap_drop": list(DROPPED_CAPABILITIES),
-            "ulimits": [
+        host_config = self._client.api.create_host_config(
+            network_mode="none",
+            mem_limit=limits.memory,
+            memswap_limit=limits.memory,
+            pids_limit=limits.pids,
+            nano_cpus=int(limits.cpus * 1e9),
+            security_opt=["no-new-privileges"],
+            cap_drop=list(DROPPED_CAPABILITIES),
+            ulimits=[
                 ulimit(name="fsize", soft=limits.file_size, hard=limits.file_size),
                 ulimit(name="core", soft=0, hard=0),
             ],
-            "tmpfs": {"/tmp": f"size={limits.tmp_size},mode=1777"},
+            tmpfs={"/tmp": f"size={limits.tmp_size},mode=1777"},
+        )
+        return {
+            "command": ["bash", "-c", _KEEPER],
+            "labels": labels,
+            "hostname": "sandbox",
+            "working_dir": "/",
             "environment": {
                 "PAGER": "cat",
                 "GIT_PAGER": "cat",
@@ -134,6 +149,7 @@ class DockerSandbox(Sandbox):
                 "PIP_DISABLE_PIP_VERSION_CHECK": "1",
                 "PIP_NO_INDEX": "1",
             },
+            "host_config": host_config,
         }
 
     # -- commands -------------------------------------------------------------------------
@@ -151,7 +167,7 @@ class DockerSandbox(Sandbox):
         return ExecResult(code, text, clipped, timed_out)
 
     def _run_raw(self, script: str, timeout: float) -> tuple[int, bytes, bytes]:
-        out, err = _BoundedBuffer(MAX_FILE_BYTES), _BoundedBuffer(64 << 10)
+        out, err = BoundedBuffer(MAX_FILE_BYTES), BoundedBuffer(64 << 10)
         code, notes = self._exec(script, timeout, self.workdir, merge=False, sinks=(out, err))
         if out.overflow:
             raise SandboxFileError(f"output larger than {MAX_FILE_BYTES} bytes")
@@ -188,33 +204,43 @@ class DockerSandbox(Sandbox):
 
     def _recycle(self) -> None:
         """Kill every process of the container and start it again; files are kept."""
-        try:
-            self._container.kill()
-        except self._docker.errors.APIError:
-            pass  # already stopped
-        self._container.start()
+        api = self._client.api
+        with contextlib.suppress(self._docker.errors.APIError):  # already stopped
+            api.kill(self.container_id)
+        api.start(self.container_id)
 
     # -- files ----------------------------------------------------------------------------
 
     def write_file(self, path: str, text: str | bytes) -> None:
+        """Upload with ``put_archive`` to the container's own layer, then move it in place.
+
+        Why two steps: ``put_archive`` writes beneath tmpfs mounts such as ``/tmp`` (the file
+        would be invisible), and ``cat >`` resolves the path exactly as the agent's shell
+        does, symlinks and existing permissions included.
+        """
         self._check_open()
         data = text.encode("utf-8") if isinstance(text, str) else text
-        target = posixpath.normpath(posixpath.join(self.workdir, path))
-        parent, name = posixpath.split(target)
-        code, _, error = self._run_raw(f"mkdir -p -- '{parent}'", self.limits.command_timeout)
-        if code != 0 or not name:
-            raise SandboxFileError(f"cannot create {path}: {error.decode(errors='replace')}")
+        staging = f".aem-upload-{uuid.uuid4().hex}"
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w") as tar:
-            info = tarfile.TarInfo(name)
+            info = tarfile.TarInfo(staging)
             info.size = len(data)
-            info.mode = 0o644
+            info.mode = 0o600
             info.mtime = int(time.time())
             tar.addfile(info, io.BytesIO(data))
         try:
-            self._container.put_archive(parent, archive.getvalue())
+            self._client.api.put_archive(self.container_id, "/", archive.getvalue())
         except self._docker.errors.APIError as exc:
-            raise SandboxFileError(f"cannot write {path} in the sandbox: {exc}") from exc
+            raise SandboxFileError(f"cannot upload {path} to the sandbox: {exc}") from exc
+        target = shlex.quote(path)
+        script = (
+            f'trap \'rm -f "/{staging}"\' EXIT; mkdir -p -- "$(dirname -- {target})" && '
+            f'cat "/{staging}" > {target}'
+        )
+        code, _, error = self._run_raw(script, self.limits.command_timeout)
+        if code != 0:
+            message = error.decode("utf-8", errors="replace").strip() or f"exit code {code}"
+            raise SandboxFileError(f"cannot write {path} in the sandbox: {message}")
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -226,22 +252,8 @@ def _remove_quietly(client: Any, container_id: str) -> None:
     """Remove a container (SIGKILL, no graceful stop: nothing inside needs one)."""
     try:
         client.api.remove_container(container_id, force=True)
-    except Exception:  # noqa: BLE001 - an interpreter-exit finalizer must never raise
+    except Exception:  # an interpreter-exit finalizer must never raise
         return
-
-
-class _BoundedBuffer:
-    """A sink that keeps at most ``limit`` bytes and records whether more arrived."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.overflow = False
-
-    def __call__(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        self.data += chunk[: max(room, 0)]
-        self.overflow = self.overflow or len(chunk) > room
 
 
 class _StreamReader(threading.Thread):
@@ -262,5 +274,5 @@ class _StreamReader(threading.Thread):
                 for sink, part in zip(self.sinks, chunk, strict=True):
                     if part:
                         sink(part)
-        except Exception as exc:  # noqa: BLE001 - reported to the caller's thread
+        except Exception as exc:  # reported to the caller's thread
             self.error = exc

@@ -84,3 +84,17 @@ def _join(head_text: str, tail_text: str, total_bytes: int, limit_chars: int) ->
         "redirect to a file and read parts of it (head, tail, grep) to see more ...]\n"
     )
     return head + note + tail, clipped
+
+
+class BoundedBuffer:
+    """A sink that keeps at most ``limit`` bytes and records whether more arrived."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.data = bytearray()
+        self.overflow = False
+
+    def __call__(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[: max(room, 0)]
+        self.overflow = self.overflow or len(chunk) > room

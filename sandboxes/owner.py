@@ -69,7 +69,8 @@ def boot_id() -> str:
 
 def current_owner() -> Owner:
     pid = os.getpid()
-    return Owner(pid=pid, start=process_start(pid) or "?", host=socket.gethostname(), boot=boot_id())
+    start = process_start(pid) or "?"
+    return Owner(pid=pid, start=start, host=socket.gethostname(), boot=boot_id())
 
 
 def is_alive(owner: Owner) -> bool | None:

@@ -50,5 +50,11 @@ class Policy(ABC):
     @abstractmethod
     def act(self, inputs: Sequence[PolicyInput]) -> list[PolicyOutput]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook; most policies hold nothing
         """Release what the policy holds (a model, a connection pool)."""
+
+    def __enter__(self) -> Policy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -17,12 +17,14 @@ original files are given.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import hashlib
 import itertools
 import json
 import random
 import re
+import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -58,6 +60,7 @@ REVIEWS_FILE = "reviews"
 BUNDLED_DIR = Path(__file__).with_name("data")
 
 _NOT_PRICE_CHARS = re.compile(r"[^\d.]")
+_PLAIN_PRICE = re.compile(r"\$(\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,44 @@ class OriginalRecords:
     reviews: list[dict[str, Any]]
     #: Record kind → the file name it came from, for error messages.
     files: Mapping[str, str]
+    #: Hash of the files' bytes (of their encoding, for records made in memory).
+    digest: str
+
+    @classmethod
+    def from_content(
+        cls,
+        products: list[dict[str, Any]],
+        attributes: dict[str, dict[str, Any]],
+        human_instructions: dict[str, list[dict[str, Any]]],
+        reviews: list[dict[str, Any]],
+        files: Mapping[str, str],
+    ) -> OriginalRecords:
+        """Records made in memory, hashed as :func:`write_original` would write them."""
+        parts = (products, attributes, human_instructions, reviews)
+        digest = _digest([_file_digest(encode_json(part)) for part in parts])
+        return cls(products, attributes, human_instructions, reviews, files, digest)
+
+    def encoded(self) -> dict[str, bytes]:
+        """File stem → the bytes :func:`write_original` writes (before compression)."""
+        return {
+            PRODUCTS_STEM: encode_json(self.products),
+            ATTRIBUTES_STEM: encode_json(self.attributes),
+            HUMAN_FILE: encode_json(self.human_instructions),
+            REVIEWS_FILE: encode_json(self.reviews),
+        }
+
+
+def encode_json(content: Any) -> bytes:
+    """The compact JSON encoding the writer uses (and the digest of in-memory records hashes)."""
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _file_digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _digest(file_digests: Sequence[str]) -> str:
+    return hashlib.sha256(" ".join(file_digests).encode("ascii")).hexdigest()
 
 
 # ---------------------------------------------------------------------------------- files
@@ -88,21 +129,14 @@ def _candidates(directory: Path, stem: str) -> list[Path]:
     )
 
 
-def _pick(directory: Path, stem: str, *, required: bool) -> Path | None:
+def _pick(directory: Path, stem: str) -> Path | None:
     """The one file of a kind; the unsuffixed name wins when several variants are present."""
     found = _candidates(directory, stem)
     exact = [p for p in found if p.name in (f"{stem}.json", f"{stem}.json.gz")]
     if exact:
         return exact[0]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        if required:
-            raise DataError(
-                f"{directory}: no {stem}*.json file; point the loader at the folder holding "
-                "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
-            )
-        return None
+    if len(found) <= 1:
+        return found[0] if found else None
     names = ", ".join(p.name for p in found)
     raise DataError(
         f"{directory}: several {stem}*.json files ({names}); keep one of them in the folder "
@@ -110,10 +144,14 @@ def _pick(directory: Path, stem: str, *, required: bool) -> Path | None:
     )
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path) -> tuple[Any, str]:
+    """A file's parsed content and the digest of its (decompressed) bytes.
+
+    Why not return the bytes: a large catalog's file is hundreds of MB, freed here at once.
+    """
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return json.loads(raw)
+        return json.loads(raw), _file_digest(raw)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot read the file ({exc})") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -125,40 +163,41 @@ def read_original(directory: str | Path) -> OriginalRecords:
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder; give the folder holding items_shuffle*.json")
-    products_path = _pick(folder, PRODUCTS_STEM, required=True)
-    attributes_path = _pick(folder, ATTRIBUTES_STEM, required=True)
-    human_path = _pick(folder, HUMAN_FILE, required=False)
-    reviews_path = _pick(folder, REVIEWS_FILE, required=False)
-    assert products_path is not None and attributes_path is not None
+    products_path = _pick(folder, PRODUCTS_STEM)
+    attributes_path = _pick(folder, ATTRIBUTES_STEM)
+    human_path = _pick(folder, HUMAN_FILE)
+    reviews_path = _pick(folder, REVIEWS_FILE)
+    if products_path is None or attributes_path is None:
+        missing = PRODUCTS_STEM if products_path is None else ATTRIBUTES_STEM
+        raise DataError(
+            f"{folder}: no {missing}*.json file; point the loader at the folder holding "
+            "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
+        )
     files = {"products": str(products_path), "attributes": str(attributes_path)}
-    products = _read_json(products_path)
-    attributes = _read_json(attributes_path)
+    products, products_digest = _read_json(products_path)
+    attributes, attributes_digest = _read_json(attributes_path)
     _expect(products, list, files["products"], "top level", "a list of products")
     _expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
     human: dict[str, list[dict[str, Any]]] = {}
+    human_digest = _file_digest(encode_json(human))
     if human_path is not None:
         files["human_instructions"] = str(human_path)
-        human = _read_json(human_path)
+        human, human_digest = _read_json(human_path)
         _expect(human, dict, files["human_instructions"], "top level", "an object keyed by asin")
     reviews: list[dict[str, Any]] = []
+    reviews_digest = _file_digest(encode_json(reviews))
     if reviews_path is not None:
         files["reviews"] = str(reviews_path)
-        reviews = _read_json(reviews_path)
+        reviews, reviews_digest = _read_json(reviews_path)
         _expect(reviews, list, files["reviews"], "top level", "a list")
-    return OriginalRecords(products, attributes, human, reviews, files)
+    digest = _digest([products_digest, attributes_digest, human_digest, reviews_digest])
+    return OriginalRecords(products, attributes, human, reviews, files, digest)
 
 
 def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:
     """Write records as the original files (gzipped ``.json.gz`` when ``compress``)."""
     folder = Path(directory)
-    contents = {
-        PRODUCTS_STEM: records.products,
-        ATTRIBUTES_STEM: records.attributes,
-        HUMAN_FILE: records.human_instructions,
-        REVIEWS_FILE: records.reviews,
-    }
-    for stem, content in contents.items():
-        raw = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    for stem, raw in records.encoded().items():
         if compress:
             atomic_write_bytes(folder / f"{stem}.json.gz", gzip.compress(raw, 9, mtime=0))
         else:
@@ -185,6 +224,9 @@ def parse_price(text: Any, *, file: str = "<price>", where: str = "pricing") -> 
     """
     if text is None or text == "":
         return [MISSING_PRICE]
+    plain = _PLAIN_PRICE.fullmatch(text) if isinstance(text, str) else None
+    if plain:  # the common case, parsed as below but without the general machinery
+        return [float(plain.group(1))]
     _expect(text, str, file, where, 'a price string such as "$12.99" or "$10 to $20"')
     values: list[float] = []
     for part in text.split("$")[1:]:
@@ -210,30 +252,37 @@ def _parse_options(raw: Any, file: str, where: str) -> dict[str, tuple[str, ...]
         if contents is None:
             continue
         _expect(contents, list, file, f"{where}.{name}", "a list of {value: ...}")
-        values = []
-        for content in contents:
-            if not isinstance(content, dict) or not isinstance(content.get("value"), str):
-                raise DataError(
-                    f"{file}: field '{where}.{name}' has an entry without a string 'value'; "
-                    'each option entry must look like {"value": "large"}'
-                )
-            values.append(content["value"].strip().replace("/", " | ").lower())
-        options[name.lower()] = tuple(values)
+        try:
+            values = tuple(
+                sys.intern(c["value"].strip().replace("/", " | ").lower()) for c in contents
+            )
+        except (TypeError, KeyError, AttributeError):
+            raise DataError(
+                f"{file}: field '{where}.{name}' has an entry without a string 'value'; "
+                'each option entry must look like {"value": "large"}'
+            ) from None
+        options[sys.intern(name.lower())] = values
     return options
 
 
-def _text(record: Mapping[str, Any], key: str, file: str, where: str) -> str:
-    value = record.get(key)
-    if value is None:
-        return ""
-    _expect(value, str, file, f"{where}.{key}", "a string")
-    return value
+#: Product fields every record must have, as strings.
+_REQUIRED_TEXT = ("name", "category", "query", "product_category")
+
+
+def _check_text_fields(raw: Mapping[str, Any], file: str, where: str) -> None:
+    """Raise for the first required text field that is missing or not a string."""
+    for key in _REQUIRED_TEXT:
+        if key not in raw:
+            raise DataError(f"{file}: field '{where}.{key}' is missing; every product needs it")
+        _expect(raw[key], str, file, f"{where}.{key}", "a string")
+    _expect(raw.get("full_description") or "", str, file, f"{where}.full_description", "a string")
 
 
 def _required_text(record: Mapping[str, Any], key: str, file: str, where: str) -> str:
     if key not in record:
-        raise DataError(f"{file}: field '{where}.{key}' is missing; every product needs it")
-    return _text(record, key, file, where)
+        raise DataError(f"{file}: field '{where}.{key}' is missing; every entry needs it")
+    _expect(record[key], str, file, f"{where}.{key}", "a string")
+    return record[key]
 
 
 def _reviews_by_asin(
@@ -267,52 +316,71 @@ def _reviews_by_asin(
 
 
 def parse_products(records: OriginalRecords, rng: random.Random) -> list[Product]:
-    """Products as the original engine derives them, in file order, duplicates dropped."""
+    """Products as the original engine derives them, in file order, duplicates dropped.
+
+    Why the shape of this loop: it runs once per product (1.18M in the original data), so
+    types are checked in one pass and the detailed error is only built when one is wrong,
+    and the strings products share (categories, options, attributes) are interned.
+    """
     file = records.files["products"]
+    attributes_file = records.files["attributes"]
     reviews = _reviews_by_asin(records.reviews, records.files.get("reviews", "reviews.json"))
     products: list[Product] = []
     seen: set[str] = set()
     for i, raw in enumerate(records.products):
-        where = f"[{i}]"
-        _expect(raw, dict, file, where, "a product object")
+        if type(raw) is not dict:
+            _expect(raw, dict, file, f"[{i}]", "a product object")
         asin = raw.get("asin")
-        _expect(asin, str, file, f"{where}.asin", "a string")
+        if type(asin) is not str:
+            _expect(asin, str, file, f"[{i}].asin", "a string")
         if asin == "nan" or len(asin) > 10 or asin in seen:
             continue
         seen.add(asin)
-        prices = parse_price(raw.get("pricing"), file=file, where=f"{where}.pricing")
+        name, category, query, crumbs = (raw.get(key) for key in _REQUIRED_TEXT)
+        description = raw.get("full_description") or ""
+        if not (
+            type(name) is str
+            and type(category) is str
+            and type(query) is str
+            and type(crumbs) is str
+            and type(description) is str
+        ):
+            _check_text_fields(raw, file, f"[{i}]")
+        prices = parse_price(raw.get("pricing"), file=file, where=f"[{i}].pricing")
         price = prices[0] if len(prices) == 1 else rng.uniform(prices[0], prices[1])
         bullets = raw.get("small_description")
         if bullets is None:
-            bullets = []
-        elif isinstance(bullets, str):
-            bullets = [bullets]
-        _expect(bullets, list, file, f"{where}.small_description", "a list of strings")
-        ins = records.attributes.get(asin) or {}
-        attributes = ins.get("attributes") if isinstance(ins, dict) else None
+            bullets = ()
+        elif type(bullets) is str:
+            bullets = (bullets,)
+        else:
+            _expect(bullets, list, file, f"[{i}].small_description", "a list of strings")
+        ins = records.attributes.get(asin)
+        attributes = ins.get("attributes") if type(ins) is dict else None
         if attributes is None:
-            attributes = [DUMMY_ATTRIBUTE]
-        _expect(attributes, list, records.files["attributes"], f"{asin}.attributes", "a list")
-        images = raw.get("images") or []
+            attributes = (DUMMY_ATTRIBUTE,)
+        else:
+            _expect(attributes, list, attributes_file, f"{asin}.attributes", "a list")
+        images = raw.get("images")
         rating, product_reviews = reviews.get(asin, (None, ()))
         products.append(
             Product(
                 asin=asin,
-                name=_required_text(raw, "name", file, where),
-                category=_required_text(raw, "category", file, where),
-                query=_required_text(raw, "query", file, where).lower().strip(),
-                product_category=_required_text(raw, "product_category", file, where),
+                name=name,
+                category=sys.intern(category),
+                query=sys.intern(query.lower().strip()),
+                product_category=sys.intern(crumbs),
                 prices=tuple(prices),
                 price=price,
                 options=_parse_options(
-                    raw.get("customization_options"), file, f"{where}.customization_options"
+                    raw.get("customization_options"), file, f"[{i}].customization_options"
                 ),
-                attributes=tuple(str(a) for a in attributes),
-                description=_text(raw, "full_description", file, where),
-                bullet_points=tuple(str(b) for b in bullets),
+                attributes=tuple(sys.intern(str(a)) for a in attributes),
+                description=description,
+                bullet_points=tuple(map(str, bullets)),
                 rating=rating,
                 reviews=product_reviews,
-                main_image=images[0] if images and isinstance(images[0], str) else None,
+                main_image=images[0] if images and type(images[0]) is str else None,
             )
         )
     return products
@@ -321,23 +389,27 @@ def parse_products(records: OriginalRecords, rng: random.Random) -> list[Product
 def price_bound(price: float, rng: random.Random) -> tuple[float, str]:
     """The original ``price_upper`` rule: two of the four multiples of 10 above the price are
     drawn and the larger one is the bound; with fewer than two candidates there is no bound."""
-    candidates = [p for p in PRICE_BOUNDS if p > price][:4]
+    first = bisect.bisect_right(PRICE_BOUNDS, price)
+    candidates = list(PRICE_BOUNDS[first : first + 4])
     if len(candidates) < 2:
         return NO_PRICE_BOUND, ""
     _, upper = sorted(rng.sample(candidates, 2))
     return upper, f", and price lower than {upper:.2f} dollars"
 
 
-def _goal(product: Product, goal_id: str, **fields: Any) -> Goal:
-    return Goal(
-        goal_id=goal_id,
-        asin=product.asin,
-        query=product.query,
-        category=product.category,
-        name=product.name,
-        product_category=product.product_category,
+#: A goal's fields before the split gives it an id.
+GoalFields = dict[str, Any]
+
+
+def _goal(product: Product, **fields: Any) -> GoalFields:
+    return {
+        "asin": product.asin,
+        "query": product.query,
+        "category": product.category,
+        "name": product.name,
+        "product_category": product.product_category,
         **fields,
-    )
+    }
 
 
 def _option_values(raw: Any, file: str, where: str) -> tuple[str, ...]:
@@ -351,10 +423,10 @@ def _option_values(raw: Any, file: str, where: str) -> tuple[str, ...]:
 
 def goals_from_human_instructions(
     records: OriginalRecords, products: Sequence[Product], rng: random.Random
-) -> list[Goal]:
+) -> list[GoalFields]:
     """Goals from ``items_human_ins.json``; instructions without attributes are skipped."""
     file = records.files.get("human_instructions", "items_human_ins.json")
-    goals: list[Goal] = []
+    goals: list[GoalFields] = []
     for product in products:
         entries = records.human_instructions.get(product.asin)
         if not entries:
@@ -373,7 +445,6 @@ def goals_from_human_instructions(
             goals.append(
                 _goal(
                     product,
-                    "",
                     instruction=instruction.strip(".") + price_text,
                     attributes=tuple(str(a) for a in attributes),
                     goal_options=_option_values(
@@ -387,11 +458,11 @@ def goals_from_human_instructions(
 
 def goals_from_synthetic_instructions(
     records: OriginalRecords, products: Sequence[Product], rng: random.Random
-) -> list[Goal]:
+) -> list[GoalFields]:
     """Goals from the ins file's synthetic instructions: one per option combination, weighted
     by the inverse frequency of their attributes as in the original."""
     file = records.files["attributes"]
-    goals: list[Goal] = []
+    goals: list[GoalFields] = []
     for product in products:
         ins = records.attributes.get(product.asin)
         if not isinstance(ins, dict) or ins.get("instruction") is None:
@@ -414,28 +485,29 @@ def goals_from_synthetic_instructions(
             goals.append(
                 _goal(
                     product,
-                    "",
                     instruction=f"{instruction}{option_text}{price_text}",
                     attributes=tuple(str(a) for a in attributes),
                     goal_options=tuple(combination),
                     price_upper=upper,
                 )
             )
-    counts = Counter(att for goal in goals for att in goal.attributes)
-    return [
-        replace(goal, weight=sum(1.0 / counts[a] for a in goal.attributes) / len(goal.attributes))
-        for goal in goals
-    ]
+    counts = Counter(att for goal in goals for att in goal["attributes"])
+    for goal in goals:
+        wanted = goal["attributes"]
+        goal["weight"] = sum(1.0 / counts[a] for a in wanted) / len(wanted)
+    return goals
 
 
-def split_goals(goals: Sequence[Goal]) -> tuple[tuple[Goal, ...], dict[str, tuple[str, ...]]]:
+def split_goals(
+    goals: Sequence[GoalFields],
+) -> tuple[tuple[Goal, ...], dict[str, tuple[str, ...]]]:
     """Shuffle goals once with the original's fixed seed and cut the paper splits.
 
     Goal ids are the positions after the shuffle, as the original's ``fixed_<i>`` sessions.
     """
     order = list(goals)
     random.Random(WEBSHOP_SEED).shuffle(order)
-    numbered = tuple(replace(goal, goal_id=str(i)) for i, goal in enumerate(order))
+    numbered = tuple(Goal(goal_id=str(i), **fields) for i, fields in enumerate(order))
     ids = [g.goal_id for g in numbered]
     splits: dict[str, tuple[str, ...]] = {}
     start = 0
@@ -446,12 +518,9 @@ def split_goals(goals: Sequence[Goal]) -> tuple[tuple[Goal, ...], dict[str, tupl
     return numbered, splits
 
 
-def records_hash(records: OriginalRecords, **parameters: Any) -> str:
+def catalog_hash(records: OriginalRecords, **parameters: Any) -> str:
     """A hash of the records' content and the loading parameters (not of file names)."""
-    digest = hashlib.sha256()
-    for part in (records.products, records.attributes, records.human_instructions):
-        digest.update(json.dumps(part, sort_keys=True, ensure_ascii=False).encode("utf-8"))
-    digest.update(json.dumps(records.reviews, sort_keys=True).encode("utf-8"))
+    digest = hashlib.sha256(records.digest.encode("ascii"))
     digest.update(json.dumps(parameters, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()[:16]
 
@@ -470,13 +539,7 @@ def build_catalog(
     ``num_products`` keeps only the first products (the files are pre-shuffled).
     """
     if num_products is not None:
-        records = OriginalRecords(
-            records.products[:num_products],
-            records.attributes,
-            records.human_instructions,
-            records.reviews,
-            records.files,
-        )
+        records = replace(records, products=records.products[:num_products])
     rng = random.Random(seed)
     products = parse_products(records, rng)
     if human_goals and not records.human_instructions:
@@ -490,7 +553,9 @@ def build_catalog(
         products=tuple(products),
         goals=goals,
         splits=splits,
-        content_hash=records_hash(records, human_goals=human_goals, seed=seed),
+        content_hash=catalog_hash(
+            records, human_goals=human_goals, seed=seed, num_products=num_products
+        ),
         source=source,
     )
 

@@ -21,6 +21,7 @@ import re
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -34,10 +35,11 @@ TOP_K = 50
 #: Lucene's classic BM25 parameters as pyserini sets them.
 K1, B = 0.9, 0.4
 #: Lucene's ``EnglishAnalyzer.ENGLISH_STOP_WORDS_SET``.
-LUCENE_STOPWORDS: frozenset[str] = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
-)
+LUCENE_STOPWORDS: frozenset[str] = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into", "is",
+    "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
+    "these", "they", "this", "to", "was", "will", "with",
+))  # fmt: skip
 #: Bump when the document text or tokenization changes: cached indexes then rebuild.
 INDEX_FORMAT = "bm25s-v1"
 
@@ -122,10 +124,11 @@ class SearchEngine:
         scores = self.scores(query)
         matched = np.flatnonzero(scores > 0)
         if len(matched) > k:
-            matched = matched[np.argpartition(-scores[matched], k - 1)[:k]]
-            # argpartition leaves ties at the boundary arbitrary; widen to every tied doc.
-            cutoff = scores[matched].min()
-            matched = np.flatnonzero(scores >= cutoff)
+            # Keep every product scoring at least the k-th best score: ties at the boundary
+            # are then settled by catalog order below, not by the partition's whim.
+            values = scores[matched]
+            cutoff = np.partition(values, len(values) - k)[len(values) - k]
+            matched = matched[values >= cutoff]
         order = np.lexsort((matched, -scores[matched]))[:k]
         return [self.asins[i] for i in matched[order]]
 
@@ -157,6 +160,21 @@ def _load_or_build(catalog: Catalog) -> SearchEngine:
     if (target / "asins.json").is_file():
         return SearchEngine.load(target)
     engine = SearchEngine.build(catalog)
+    try:
+        _store(engine, target)
+    except OSError as exc:
+        warnings.warn(
+            f"could not cache the WebShop search index in {target} ({exc}); it will be rebuilt "
+            "next time. Set AEM_CACHE_DIR to a writable folder to keep it.",
+            stacklevel=3,
+        )
+        return engine
+    # Memory-mapped from the cache: processes that share a catalog share its pages.
+    return SearchEngine.load(target)
+
+
+def _store(engine: SearchEngine, target: Path) -> None:
+    """Write the index to a staging folder beside ``target`` and rename it into place."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
@@ -168,4 +186,3 @@ def _load_or_build(catalog: Catalog) -> SearchEngine:
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return SearchEngine.load(target)

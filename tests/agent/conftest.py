@@ -8,9 +8,13 @@ A byte-level BPE trained on a few sentences plus a 2-layer ``Qwen2ForCausalLM`` 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import gymnasium as gym
 import pytest
+
+from aem_envs.core.base import Outcome, Task, TextEnv
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -84,3 +88,45 @@ def build_tiny_model(directory: Path, *, vocab_size: int = 320, seed: int = 0) -
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Path of a tiny random chat model (tokenizer + ChatML template + 2-layer Qwen2)."""
     return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+
+
+class DoorsEnv(TextEnv):
+    """Three doors, the seed hides a prize behind one; opening it wins, others do nothing.
+
+    Small enough for rollout and trainer tests to play whole episodes in milliseconds.
+    """
+
+    default_max_steps = 4
+    DOORS = ("red", "green", "blue")
+
+    def task_ids(self, split: str) -> Sequence[str]:
+        return [f"prize-{door}" for door in self.DOORS]
+
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        self._prize = task_id.removeprefix("prize-")
+        return Task(task_id, "doors", "find the prize"), "You see a red, a green and a blue door."
+
+    def _act(self, action: str) -> Outcome:
+        door = action.removeprefix("open ").strip()
+        if door not in self.DOORS:
+            return Outcome(f"There is no {door!r} door.", valid=False)
+        if door == self._prize:
+            return Outcome("You found the prize!", done=True, won=True, score=1.0)
+        return Outcome(f"The {door} door is empty.")
+
+    def _admissible(self) -> list[str]:
+        return [f"open {door}" for door in self.DOORS]
+
+    def expert_action(self) -> str:
+        return f"open {self._prize}"
+
+
+DOORS_ENV_ID = "aemtest/Doors-v0"
+
+
+@pytest.fixture(scope="session")
+def doors_env_id() -> str:
+    """Id of :class:`DoorsEnv`, registered with Gymnasium for the session."""
+    if DOORS_ENV_ID not in gym.registry:
+        gym.register(id=DOORS_ENV_ID, entry_point=DoorsEnv)
+    return DOORS_ENV_ID

@@ -1,7 +1,6 @@
 from datetime import timedelta
 
 import pytest
-
 from durparse import DurationError, parse_duration, parse_iso_duration
 
 
@@ -57,4 +56,6 @@ def test_parse_iso_rejects(text):
 )
 def test_parse_iso_weeks(text, expected):
     assert parse_iso_duration(text) == expected
+
+
 # aem-task-end

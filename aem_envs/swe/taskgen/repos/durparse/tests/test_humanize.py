@@ -1,7 +1,6 @@
 from datetime import timedelta
 
 import pytest
-
 from durparse import format_duration
 
 
@@ -37,4 +36,6 @@ def test_format_duration_parts():
 )
 def test_format_duration_exact_units(value, text):
     assert format_duration(value, parts=2) == text
+
+
 # aem-task-end

@@ -1,7 +1,6 @@
 from datetime import datetime, timedelta
 
 import pytest
-
 from durparse import DurationError, parse_relative
 
 NOW = datetime(2024, 6, 1, 12, 0, 0)
@@ -14,7 +13,7 @@ NOW = datetime(2024, 6, 1, 12, 0, 0)
         ("2 days ago", timedelta(days=-2)),
         ("in 90 minutes", timedelta(minutes=90)),
         ("1 week ago", timedelta(weeks=-1)),
-        ("In  2 Hours", timedelta(hours=2)),
+        ("IN 2 HOURS", timedelta(hours=2)),
         ("tomorrow", timedelta(days=1)),
         ("yesterday", timedelta(days=-1)),
         ("now", timedelta(0)),
@@ -42,4 +41,6 @@ def test_parse_relative_rejects(text):
 )
 def test_parse_relative_article(text, delta):
     assert parse_relative(text, NOW) == NOW + delta
+
+
 # aem-task-end

@@ -1,5 +1,4 @@
 import pytest
-
 from inikit import parse
 
 TYPES = """
@@ -21,9 +20,7 @@ def test_getfloat():
     assert parse(TYPES)["types"].getfloat("ratio") == 0.25
 
 
-@pytest.mark.parametrize(
-    ("key", "expected"), [("enabled", True), ("disabled", False)]
-)
+@pytest.mark.parametrize(("key", "expected"), [("enabled", True), ("disabled", False)])
 def test_getboolean(key, expected):
     assert parse(TYPES)["types"].getboolean(key) is expected
 
@@ -44,4 +41,4 @@ def test_get_default():
 def test_len_and_iter():
     section = parse(TYPES)["types"]
     assert len(section) == 5
-    assert list(section)[0] == "count"
+    assert next(iter(section)) == "count"

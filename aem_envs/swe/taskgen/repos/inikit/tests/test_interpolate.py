@@ -1,5 +1,4 @@
 import pytest
-
 from inikit import InterpolationError, parse
 
 PATHS = """
@@ -49,4 +48,6 @@ def test_reference_cycle_across_sections():
 def test_diamond_is_not_a_cycle():
     config = parse("[a]\nbase = v\nleft = ${base}\nright = ${base}\nboth = ${left}${right}\n")
     assert config["a"]["both"] == "vv"
+
+
 # aem-task-end

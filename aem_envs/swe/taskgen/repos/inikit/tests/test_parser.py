@@ -1,5 +1,4 @@
 import pytest
-
 from inikit import MissingOptionError, ParseError, parse
 
 SAMPLE = """
@@ -82,6 +81,8 @@ def test_semicolon_inline_comment():
 def test_semicolon_comment_on_continuation():
     config = parse("[a]\nhosts = one\n  two ; backup\n")
     assert config["a"].getlist("hosts") == ["one", "two"]
+
+
 # aem-task-end
 
 
@@ -95,4 +96,6 @@ def test_continuation_line_containing_equals():
 def test_continuation_line_containing_colon():
     config = parse("[a]\nurls = http://one\n  http://two\n")
     assert config["a"].getlist("urls") == ["http://one", "http://two"]
+
+
 # aem-task-end

@@ -1,0 +1,25 @@
+"""Policies: anything that turns a batch of agent turns into replies.
+
+Model-backed policies import torch/transformers only when built, so this package is cheap to
+import for the expert, random and remote-endpoint policies.
+"""
+
+from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
+from aem_agent.policies.hf import HFPolicy
+from aem_agent.policies.loader import SPEC_FORMS, load_policy
+from aem_agent.policies.openai_compat import EndpointError, OpenAIPolicy
+from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy, format_reply
+
+__all__ = [
+    "SPEC_FORMS",
+    "EndpointError",
+    "ExpertPolicy",
+    "HFPolicy",
+    "OpenAIPolicy",
+    "Policy",
+    "PolicyInput",
+    "PolicyOutput",
+    "RandomPolicy",
+    "format_reply",
+    "load_policy",
+]

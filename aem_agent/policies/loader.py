@@ -1,0 +1,44 @@
+"""Build a policy from a one-word spec, the form the CLI and configs use."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from aem_agent.policies.base import Policy
+from aem_agent.policies.hf import HFPolicy
+from aem_agent.policies.openai_compat import OpenAIPolicy
+from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy
+from aem_envs.core.errors import AEMError
+
+SPEC_FORMS = (
+    "expert",
+    "random",
+    "smollm2",
+    "hf:<checkpoint directory>",
+    "openai:<model>@<base url>",
+)
+
+_OPENAI = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$")
+
+
+def load_policy(spec: str, **kwargs: Any) -> Policy:
+    """The policy named by ``spec``; ``kwargs`` go to its constructor.
+
+    Forms: ``expert`` and ``random`` (the env's own agents), ``smollm2`` (the bundled model,
+    converted on first use), ``hf:<path>`` (a local checkpoint directory, e.g. one written by
+    ``aem train``), ``openai:<model>@<base url>`` (an OpenAI-compatible server such as vLLM,
+    e.g. ``openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1``).
+    """
+    if spec == "expert":
+        return ExpertPolicy(**kwargs)
+    if spec == "random":
+        return RandomPolicy(**kwargs)
+    if spec == "smollm2":
+        return HFPolicy(None, **kwargs)
+    if spec.startswith("hf:") and spec[3:]:
+        return HFPolicy(spec[3:], **kwargs)
+    match = _OPENAI.match(spec)
+    if match:
+        return OpenAIPolicy(match["url"], match["model"], **kwargs)
+    raise AEMError(f"unknown policy {spec!r}; use one of: {', '.join(SPEC_FORMS)}")

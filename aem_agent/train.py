@@ -1,0 +1,297 @@
+"""The training driver behind ``aem train``: settings → model → rollouts → trainer → outputs.
+
+What a run leaves in ``output_dir``: TRL checkpoints (``checkpoint-<step>/``, resumable), the
+final model, ``metrics.csv`` (one row per logged step, rewritten atomically so a killed run
+never leaves half a file), TensorBoard events under ``tensorboard/``, the resolved settings
+(``aem-train.json``) and ``training.png`` (success rate, reward and entropy per step).
+
+Settings come from a YAML file (every ``AEMConfig`` field, plus the driver keys in
+:data:`DRIVER_KEYS`) and are overridden by command-line values. Under ``accelerate launch``
+each process runs this same driver; TRL and accelerate split the batch, the trainer gathers
+whole groups before computing advantages, and only the main process writes metrics and plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.errors import AEMError, DataError
+from aem_envs.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+#: Keys of a training YAML that are not ``AEMConfig`` fields.
+DRIVER_KEYS: dict[str, str] = {
+    "model": "'smollm2' (the bundled SmolLM2-135M-Instruct) or a local checkpoint directory",
+    "algo": "'aem' or 'grpo' (GRPO = AEM off)",
+    "torch_threads": "CPU threads for torch (1 is fastest on 2 shared cores); unset = default",
+}
+ALGOS = ("aem", "grpo")
+METRICS_FILE = "metrics.csv"
+PLOT_FILE = "training.png"
+SETTINGS_FILE = "aem-train.json"
+#: Plotted panels: (title, metric keys tried in order).
+PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("success rate", ("episode/success_rate",)),
+    ("reward", ("reward",)),
+    ("entropy", ("aem/entropy_mean", "entropy")),
+)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """Where a finished run put its outputs, and the step it reached."""
+
+    output_dir: Path
+    metrics_csv: Path
+    plot: Path
+    global_step: int
+
+
+def load_settings(path: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """Read a training YAML into a flat dict (empty when ``path`` is None)."""
+    if path is None:
+        return {}
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        bundled = Path(__file__).with_name("configs") / Path(path).name
+        if bundled.is_file():
+            file = bundled
+        else:
+            raise DataError(
+                f"training config {path} does not exist; bundled configs: "
+                + ", ".join(p.name for p in sorted(bundled.parent.glob("*.yaml")))
+            )
+    try:
+        data = yaml.safe_load(file.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise DataError(f"training config {file} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DataError(f"training config {file} must be a mapping of settings")
+    return data
+
+
+def build_config(settings: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """Split ``settings`` into an ``AEMConfig`` and the driver keys; check both."""
+    import torch
+
+    from aem_agent.config import AEMConfig, ConfigError
+
+    known = {f.name for f in fields(AEMConfig) if f.init}
+    unknown = sorted(set(settings) - known - set(DRIVER_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown training setting(s) {unknown}; use AEMConfig / GRPOConfig field names "
+            f"or one of {sorted(DRIVER_KEYS)}"
+        )
+    driver = {k: settings[k] for k in DRIVER_KEYS if k in settings}
+    values = {k: v for k, v in settings.items() if k in known}
+    algo = driver.setdefault("algo", "aem")
+    if algo not in ALGOS:
+        raise ConfigError(f"algo={algo!r}; choose one of {list(ALGOS)}")
+    if algo == "grpo":
+        values["aem_enabled"] = False
+    if "output_dir" not in values:
+        raise ConfigError("no output_dir: pass --output-dir or set output_dir in the config")
+    if not torch.cuda.is_available():
+        values.setdefault("use_cpu", True)
+        values.setdefault("bf16", False)
+    values.setdefault("logging_steps", 1)
+    report_to = values.get("report_to", ["tensorboard"])
+    report_to = [report_to] if isinstance(report_to, str) else list(report_to)
+    # TensorBoard is wired by the driver so its events land in <output_dir>/tensorboard.
+    driver["tensorboard"] = "tensorboard" in report_to or "all" in report_to
+    values["report_to"] = [r for r in report_to if r not in ("tensorboard", "none")] or "none"
+    try:
+        config = AEMConfig(**values)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"invalid training settings: {exc}") from exc
+    return config, driver
+
+
+def resolve_model(spec: str) -> Path:
+    """``smollm2`` → the converted bundled checkpoint; anything else must be a local directory."""
+    if spec == "smollm2":
+        from aem_agent.models import smollm2_checkpoint
+
+        return smollm2_checkpoint()
+    path = Path(spec).expanduser()
+    if not (path / "config.json").is_file():
+        raise DataError(
+            f"model {spec!r} is not a checkpoint directory (no config.json there); give "
+            "'smollm2' or the path of a local Hugging Face checkpoint"
+        )
+    return path
+
+
+def last_checkpoint(output_dir: Path) -> Path | None:
+    """The newest ``checkpoint-<step>`` directory of a run, if any."""
+    steps = [
+        (int(p.name.split("-")[1]), p)
+        for p in output_dir.glob("checkpoint-*")
+        if p.is_dir() and p.name.split("-")[1].isdigit()
+    ]
+    return max(steps)[1] if steps else None
+
+
+def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
+    """Run one training job described by ``settings`` (see the module docstring)."""
+    config, driver = build_config(settings)
+    if driver.get("torch_threads"):
+        import torch
+
+        torch.set_num_threads(int(driver["torch_threads"]))
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    output_dir = Path(config.output_dir)
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if resume and checkpoint is None:
+        raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
+
+    from transformers import AutoTokenizer
+
+    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+    from aem_agent.trainer import AEMGRPOTrainer
+    from aem_envs.registration import resolve_env_id
+
+    for env_id in config.env_ids:
+        resolve_env_id(env_id)  # one clear line for an unknown id, before loading a model
+    model_dir = resolve_model(str(driver.get("model", "smollm2")))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    rollout = MultiTurnRollout(
+        tokenizer,
+        layout=config.rollout_layout,
+        max_turns=config.max_turns,
+        max_turn_tokens=config.max_turn_tokens,
+        max_total_tokens=config.max_completion_length,
+        history_window=config.history_window,
+        env_kwargs=config.env_kwargs,
+        workers=config.env_workers,
+    )
+    metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
+    trainer = AEMGRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[episode_reward],
+        args=config,
+        train_dataset=task_dataset(
+            config.env_ids, config.num_tasks, seed=config.seed, split=config.env_split
+        ),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        callbacks=[metrics.callback(), *_tensorboard(output_dir, driver)],
+    )
+    if trainer.is_world_process_zero():
+        atomic_write_json(
+            output_dir / SETTINGS_FILE,
+            {"model": str(model_dir), **driver, **_jsonable(config.to_dict())},
+        )
+    try:
+        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
+        trainer.save_model(str(output_dir / "final"))
+    finally:
+        rollout.close()
+    plot = output_dir / PLOT_FILE
+    if trainer.is_world_process_zero():
+        write_plot(metrics.rows, plot)
+    return TrainResult(output_dir, metrics.path, plot, trainer.state.global_step)
+
+
+class MetricsWriter:
+    """Keeps every logged step and rewrites ``metrics.csv`` atomically after each log.
+
+    On resume it keeps the rows of the earlier run up to the checkpoint's step, so the file
+    reads as one run.
+    """
+
+    def __init__(self, path: Path, *, resume_step: int | None = None) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        if resume_step is not None and path.is_file():
+            with path.open(newline="") as handle:
+                self.rows = [r for r in csv.DictReader(handle) if int(r["step"]) <= resume_step]
+
+    def add(self, step: int, logs: Mapping[str, Any]) -> None:
+        scalars = {k: v for k, v in logs.items() if isinstance(v, int | float)}
+        if not scalars:
+            return
+        self.rows.append({"step": step, **scalars})
+        columns = list(dict.fromkeys(k for row in self.rows for k in row))
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(self.rows)
+        atomic_write_text(self.path, buffer.getvalue())
+
+    def callback(self) -> Any:
+        from transformers import TrainerCallback
+
+        writer = self
+
+        class _Callback(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if state.is_world_process_zero and logs:
+                    writer.add(state.global_step, logs)
+
+        return _Callback()
+
+
+def write_plot(rows: list[dict[str, Any]], path: Path) -> Path:
+    """Success rate, reward and entropy against step, one panel each, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
+    for axis, (title, keys) in zip(axes, PANELS, strict=True):
+        key = next((k for k in keys if any(_number(r.get(k)) is not None for r in rows)), None)
+        points = [(int(r["step"]), _number(r.get(key))) for r in rows if key is not None]
+        points = [(s, v) for s, v in points if v is not None]
+        if points:
+            axis.plot(*zip(*points, strict=True), marker="o", markersize=3)
+        else:
+            axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
+        axis.set_title(title)
+        axis.set_xlabel("step")
+        axis.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    plt.close(figure)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
+def _tensorboard(output_dir: Path, driver: Mapping[str, Any]) -> list[Any]:
+    """A TensorBoard callback writing to ``<output_dir>/tensorboard`` when it is wanted."""
+    if not driver.get("tensorboard"):
+        return []
+    from torch.utils.tensorboard import SummaryWriter
+    from transformers.integrations import TensorBoardCallback
+
+    return [TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(output_dir / "tensorboard")))]
+
+
+def _number(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _step_of(checkpoint: Path | None) -> int | None:
+    return int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
+
+
+def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
+    """Settings as JSON values (enums and other objects as their string)."""
+    return json.loads(json.dumps(data, default=str))

@@ -1,0 +1,148 @@
+"""``aem bench``: run policies on a suite and write results and a report; ``compare``; ``perf``.
+
+aem bench --suite quick --policy expert --policy smollm2
+aem bench compare runs/before runs/after
+aem bench perf --quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from aem_envs.core.errors import AEMError
+
+DEFAULT_OUT = Path("bench-runs")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="benchmark policies on env suites; write results.json and a report",
+        description="Play every task of a suite with each policy, then write results.json, "
+        "report.md, report.html and plots into the run folder. A rerun into the same folder "
+        "skips finished episodes.",
+    )
+    parser.add_argument(
+        "--suite",
+        default="quick",
+        help="quick, full, alfworld-real, swebench-verified, or a suite YAML path (default: quick)",
+    )
+    parser.add_argument(
+        "--policy",
+        action="append",
+        dest="policies",
+        metavar="SPEC",
+        help="expert, random, smollm2, hf:<path>, openai:<model>@<base_url>; repeatable "
+        "(default: expert)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(4, os.cpu_count() or 1),
+        help="processes playing expert/random episodes in parallel (default: min(4, cores))",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=8,
+        help="episodes a model policy plays side by side, one batched call per turn (default: 8)",
+    )
+    parser.add_argument("--out", type=Path, help=f"run folder (default: {DEFAULT_OUT}/<suite>)")
+    parser.add_argument("--limit", type=int, help="play at most N tasks of each env")
+    parser.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="skip episodes already finished in the run folder (default: on)",
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+    commands = parser.add_subparsers(dest="bench_command", metavar="{compare,perf}")
+    compare = commands.add_parser("compare", help="diff two runs per env and task type")
+    compare.add_argument("a", type=Path, help="run folder or results.json (before)")
+    compare.add_argument("b", type=Path, help="run folder or results.json (after)")
+    compare.set_defaults(func=run_compare)
+
+    perf = commands.add_parser("perf", help="measure env and trainer speed; write one table")
+    perf.add_argument("--quick", action="store_true", help="short measurements (CI)")
+    perf.add_argument("--out", type=Path, default=DEFAULT_OUT / "perf", help="output folder")
+    perf.set_defaults(func=run_perf)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchmarks.report import write_report
+    from benchmarks.results import build_results, write_results
+    from benchmarks.runner import policy_source, run_bench
+    from benchmarks.suite import load_suite
+
+    if args.limit is not None and args.limit < 1:
+        raise AEMError(f"--limit must be at least 1, got {args.limit}")
+    suite = load_suite(args.suite)
+    specs = list(dict.fromkeys(args.policies or ["expert"]))
+    sources = [policy_source(spec, suite.policy_kwargs.get(spec)) for spec in specs]
+    out = args.out or DEFAULT_OUT / suite.name
+    bench = run_bench(
+        suite,
+        sources,
+        out,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        resume=args.resume,
+        progress=not args.no_progress,
+    )
+    if not bench.records:
+        raise AEMError(
+            f"no episode finished ({len(bench.errors)} failed; first: "
+            f"{bench.errors[0]['error'] if bench.errors else 'none planned'})"
+        )
+    results = build_results(
+        suite,
+        [(s.name, s.model) for s in sources],
+        bench.records,
+        errors=bench.errors,
+        planned=len(bench.jobs),
+        settings={
+            "workers": args.workers,
+            "batch_size": args.batch_size,
+            "limit": args.limit,
+            "resume": args.resume,
+        },
+    )
+    results_path = write_results(out, results)
+    report = write_report(out, results)
+    for row in results["summary"]:
+        print(
+            f"{row['policy']:>12}  {row['env_id']:<24} success {row['success_rate']:5.1f}%  "
+            f"score {row['mean_score']:5.1f}%  steps {row['mean_steps']:5.1f}  "
+            f"({row['episodes']} episodes)"
+        )
+    print(
+        f"played {bench.played - len(bench.errors)} episodes, reused {bench.skipped}, "
+        f"failed {len(bench.errors)}"
+    )
+    print(f"results: {results_path}")
+    print(f"report:  {report['html']}")
+    print(f"         {report['markdown']}")
+    return 1 if bench.errors else 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from benchmarks.compare import compare, format_comparison
+    from benchmarks.results import load_results
+
+    a, b = load_results(args.a), load_results(args.b)
+    print(format_comparison(compare(a, b), str(args.a), str(args.b)), end="")
+    return 0
+
+
+def run_perf(args: argparse.Namespace) -> int:
+    from benchmarks.perf.table import write_table
+
+    paths = write_table(args.out, quick=args.quick)
+    print(paths["markdown"].read_text(encoding="utf-8"), end="")
+    print(f"table: {paths['markdown']}\n       {paths['json']}")
+    return 0

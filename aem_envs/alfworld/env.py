@@ -1,0 +1,153 @@
+"""``aem/ALFWorld-v0``: ALFWorld's household text games as a Gymnasium environment.
+
+Two engines play the same games: ``engine="native"`` (default, the fast path in
+:mod:`~aem_envs.alfworld.native`) and ``engine="upstream"`` (textworld's PDDL env with Fast
+Downward and alfworld's wrappers, the oracle). Games come from the bundled generated set
+(``source="bundled"``) or the real ALFWorld data on disk (``source="alfworld"`` with
+``$ALFWORLD_DATA`` or ``data_dir=``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from aem_envs.alfworld import expert
+from aem_envs.alfworld.games import (
+    SPLITS,
+    GameRecord,
+    bundled_games,
+    bundled_summary,
+    real_data_root,
+    real_games,
+)
+from aem_envs.alfworld.native import Layout, NativeGame, State, UnsupportedGame, parse_problem
+from aem_envs.alfworld.pddl import game_dict
+from aem_envs.alfworld.upstream import UpstreamEngine
+from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.errors import AEMError
+
+ENGINES = ("native", "upstream")
+SOURCES = ("bundled", "alfworld")
+
+
+@lru_cache(maxsize=1024)
+def _parsed(problem: str) -> tuple[Layout, State]:
+    """Parse once per problem text: a native reset is then a state copy and one intro."""
+    return parse_problem(problem)
+
+
+class ALFWorldEnv(TextEnv):
+    """ALFWorld text games (six task types), won by reaching the goal within 50 steps.
+
+    Keywords: ``engine`` (``"native"`` or ``"upstream"``), ``source`` (``"bundled"`` or
+    ``"alfworld"``), ``data_dir`` (real data root; implies ``source="alfworld"``), plus the
+    common ``reward_scheme``, ``max_steps`` and ``render_mode``. ``info`` carries the
+    admissible commands; ``score`` is 1.0 once won. Reset options: ``task_id``, ``split``.
+    """
+
+    splits: ClassVar[tuple[str, ...]] = SPLITS
+    default_max_steps: ClassVar[int] = 50
+    max_observation_length: ClassVar[int] = 8192
+    max_action_length: ClassVar[int] = 256
+    action_vocabulary: ClassVar[Sequence[str]] = (
+        "go to", "take", "from", "move", "to", "open", "close", "examine", "use", "heat",
+        "cool", "clean", "with", "look", "inventory", "cabinet 1", "countertop 1", "drawer 2",
+        "fridge 1", "microwave 1", "sinkbasin 1", "desklamp 1", "mug 1", "apple 2", "book 1",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        engine: str = "native",
+        source: str | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        reward_scheme: Any = None,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
+        if engine not in ENGINES:
+            raise AEMError(f"engine={engine!r} is not known; choose one of {list(ENGINES)}")
+        source = source or ("alfworld" if data_dir is not None else "bundled")
+        if source not in SOURCES:
+            raise AEMError(f"source={source!r} is not known; choose one of {list(SOURCES)}")
+        if source == "bundled" and data_dir is not None:
+            raise AEMError("data_dir= reads real ALFWorld data; pass source='alfworld' with it")
+        self.engine = engine
+        self.source = source
+        self._root = real_data_root(data_dir) if source == "alfworld" else None
+        self._upstream: UpstreamEngine | None = None
+        self._native: NativeGame | None = None
+        self._game: NativeGame | UpstreamEngine | None = None
+        self._record: GameRecord | None = None
+
+    # ------------------------------------------------------------------ TextEnv hooks
+    def task_ids(self, split: str) -> Sequence[str]:
+        return list(self._games(split))
+
+    def _games(self, split: str) -> dict[str, GameRecord]:
+        if self._root is None:
+            return bundled_games(split)
+        return real_games(self._root, split)
+
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        record = self._games(split)[task_id]
+        self._record = record
+        try:
+            self._native = NativeGame(_parsed(record.problem), record.goal, record.instruction)
+        except UnsupportedGame:
+            if self.engine == "native" and record.path is None:
+                raise
+            self._native = None
+        if self.engine == "native" and self._native is not None:
+            self._game = self._native
+            observation = self._native.reset()
+        else:
+            self._game = self._upstream_engine()
+            self._game.load(record.path or game_dict(record.problem, record.instruction))
+            observation = self._game.reset()
+            if self._native is not None:
+                self._native.reset()
+        return Task(task_id, record.task_type, record.instruction), observation
+
+    def _act(self, action: str) -> Outcome:
+        assert self._game is not None
+        feedback, ok = self._game.step(action)
+        if self._native is not None and self._game is not self._native:
+            self._native.step(action)
+        won = self._game.won()
+        return Outcome(feedback, valid=ok, done=won, won=won, score=1.0 if won else 0.0)
+
+    def _admissible(self) -> list[str] | None:
+        return None if self._game is None else self._game.admissible()
+
+    def expert_action(self) -> str:
+        """The expert's next command: alfworld's handcoded expert for real games on the
+        upstream engine, otherwise planned from the native state (which the upstream path
+        keeps in step for bundled games)."""
+        if self._game is None or self._record is None:
+            raise AEMError("call reset() before expert_action()")
+        if isinstance(self._game, UpstreamEngine) and self._record.path is not None:
+            return self._game.expert_action()
+        assert self._native is not None
+        return expert.next_action(self._native)
+
+    @classmethod
+    def task_set_summary(cls) -> dict[str, dict[str, int]]:
+        return bundled_summary()
+
+    def close(self) -> None:
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
+        self._game = self._native = None
+        super().close()
+
+    # ------------------------------------------------------------------ internals
+    def _upstream_engine(self) -> UpstreamEngine:
+        if self._upstream is None:
+            self._upstream = UpstreamEngine(handcoded_expert=self.source == "alfworld")
+        return self._upstream

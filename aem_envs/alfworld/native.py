@@ -1,0 +1,503 @@
+"""The fast path: ALFWorld's text semantics in plain Python, no planner, no grammar engine.
+
+The upstream engine grounds each game with Fast Downward at reset (hundreds of ms) and
+derives every admissible command and observation through textworld's grammar engine at each
+step (tens of ms). Here the ``alfred`` domain's operators and the ``alfred.twl2`` texts are
+written out directly over a small state, so a reset is a parse and a step is a few set
+look-ups. :mod:`aem_envs.alfworld.upstream` stays the oracle: the differential test replays
+the same actions through both and requires identical text, admissible sets and ``won``.
+
+Quirks of the upstream engine reproduced on purpose (they show in the text):
+
+- ``go to X`` is not admissible where the agent already stands (Fast Downward drops the
+  no-op operator), even for another receptacle that shares the location;
+- ``examine <object>`` is admissible only for the object in hand;
+- a taken object leaves a ``not_inreceptacle`` fact behind, which ``look`` lists as "next
+  to" a receptacle sharing the object's new location.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from aem_envs.alfworld.pddl import Goal, demangled_names
+from aem_envs.core.errors import DataError
+
+NOTHING_HAPPENS = "Nothing happens."
+HELP_TEXT = (
+    "Available commands:\n"
+    "  look:                             look around your current location\n"
+    "  inventory:                        check your current inventory\n"
+    "  go to (receptacle):               move to a receptacle\n"
+    "  open (receptacle):                open a receptacle\n"
+    "  close (receptacle):               close a receptacle\n"
+    "  take (object) from (receptacle):  take an object from a receptacle\n"
+    "  move (object) to (receptacle):  place an object in or on a receptacle\n"
+    "  examine (something):              examine a receptacle or an object\n"
+    "  use (object):                     use an object\n"
+    "  heat (object) with (receptacle):  heat an object using a receptacle\n"
+    "  clean (object) with (receptacle): clean an object using a receptacle\n"
+    "  cool (object) with (receptacle):  cool an object using a receptacle\n"
+    "  slice (object) with (object):     slice an object using a sharp object\n"
+)
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+_KNIVES = frozenset({"knifetype", "butterknifetype"})
+
+
+class UnsupportedGame(DataError):
+    """A problem uses PDDL the native engine does not model; the upstream engine must run it."""
+
+
+# ---------------------------------------------------------------------------------- parsing
+def _sexpr(text: str) -> list:
+    text = re.sub(r";[^\n]*", "", text)
+    stack: list[list] = [[]]
+    for token in _TOKEN.findall(text):
+        if token == "(":
+            stack.append([])
+        elif token == ")":
+            if len(stack) < 2:
+                raise DataError("PDDL problem has an unbalanced ')'")
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(token.lower())
+    if len(stack) != 1 or not stack[0]:
+        raise DataError("PDDL problem has an unbalanced '(' or is empty")
+    return stack[0][0]
+
+
+def _section(define: list, key: str) -> list:
+    for part in define:
+        if isinstance(part, list) and part and part[0] == key:
+            return part[1:]
+    raise DataError(f"PDDL problem has no ({key} ...) section")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The static part of a game: what exists, where receptacles are, what fits where."""
+
+    receptacles: tuple[str, ...]
+    recep_loc: dict[str, str]
+    rtype: dict[str, str]
+    otype: dict[str, str]
+    names: dict[str, str]
+    openable: frozenset[str]
+    pickupable: frozenset[str]
+    receptacle_objects: frozenset[str]
+    can_contain: frozenset[tuple[str, str]]
+    cleanable: frozenset[str]
+    heatable: frozenset[str]
+    coolable: frozenset[str]
+    toggleable: frozenset[str]
+    sliceable: frozenset[str]
+    at_location: dict[str, tuple[str, ...]]
+
+
+@dataclass
+class State:
+    """The fluent part: where the agent and objects are, what is open, held and changed."""
+
+    agent_loc: str
+    held: str | None
+    in_recep: set[tuple[str, str]]
+    not_in_recep: set[tuple[str, str]] = field(default_factory=set)
+    obj_loc: set[tuple[str, str]] = field(default_factory=set)
+    in_recep_object: set[tuple[str, str]] = field(default_factory=set)
+    opened: set[str] = field(default_factory=set)
+    clean: set[str] = field(default_factory=set)
+    hot: set[str] = field(default_factory=set)
+    cool: set[str] = field(default_factory=set)
+    on: set[str] = field(default_factory=set)
+    toggled: set[str] = field(default_factory=set)
+    sliced: set[str] = field(default_factory=set)
+
+    def copy(self) -> State:
+        return State(**{k: (set(v) if isinstance(v, set) else v) for k, v in vars(self).items()})
+
+
+_STATIC = {
+    "openable",
+    "pickupable",
+    "isreceptacleobject",
+    "cleanable",
+    "heatable",
+    "coolable",
+    "toggleable",
+    "sliceable",
+}
+_FLAGS = {
+    "opened": "opened",
+    "isclean": "clean",
+    "ishot": "hot",
+    "iscool": "cool",
+    "ison": "on",
+    "istoggled": "toggled",
+    "issliced": "sliced",
+}
+_IGNORED = {"checked", "examined", "full", "isreceptacleobjectfull", "moveable", "wasinreceptacle"}
+
+
+def parse_problem(text: str) -> tuple[Layout, State]:
+    """Read an ALFRED-form problem into a layout and an initial state.
+
+    Raises :class:`UnsupportedGame` for facts outside what this engine models (the caller
+    then plays the game on the upstream engine instead).
+    """
+    define = _sexpr(text)
+    if not (isinstance(define, list) and define and define[0] == "define"):
+        raise DataError("PDDL problem does not start with (define ...)")
+    static: dict[str, set] = {name: set() for name in _STATIC}
+    flags: dict[str, set[str]] = {name: set() for name in _FLAGS.values()}
+    pairs: dict[str, set[tuple[str, str]]] = {
+        k: set()
+        for k in (
+            "receptacletype",
+            "objecttype",
+            "cancontain",
+            "inreceptacle",
+            "objectatlocation",
+            "receptacleatlocation",
+            "inreceptacleobject",
+        )
+    }
+    agent_loc: str | None = None
+    held: str | None = None
+    symbols: set[str] = set()
+    for atom in _section(define, ":init"):
+        if not isinstance(atom, list) or not atom:
+            raise DataError(f"PDDL problem has a malformed :init entry {atom!r}")
+        head, args = atom[0], atom[1:]
+        if head == "=":
+            continue
+        if not all(isinstance(a, str) for a in args):
+            raise UnsupportedGame(f"unsupported :init entry {atom!r}")
+        symbols.update(args)
+        if head in static and len(args) == 1:
+            static[head].add(args[0])
+        elif head in _FLAGS and len(args) == 1:
+            flags[_FLAGS[head]].add(args[0])
+        elif head in pairs and len(args) == 2:
+            pairs[head].add((args[0], args[1]))
+        elif head == "atlocation" and len(args) == 2:
+            agent_loc = args[1]
+        elif head == "holds" and len(args) == 2:
+            held = args[1]
+        elif head in {"holdsany", "holdsanyreceptacleobject"} or head in _IGNORED:
+            continue
+        else:
+            raise UnsupportedGame(f"the native engine does not model ({' '.join(atom)})")
+    if agent_loc is None:
+        raise DataError("PDDL problem has no (atLocation agent1 ...) fact")
+    recep_loc: dict[str, str] = {}
+    for recep, loc in pairs["receptacleatlocation"]:
+        if recep_loc.setdefault(recep, loc) != loc:
+            raise UnsupportedGame(f"receptacle {recep} stands at more than one location")
+    at_location: dict[str, list[str]] = {}
+    for recep in sorted(recep_loc):
+        at_location.setdefault(recep_loc[recep], []).append(recep)
+    layout = Layout(
+        receptacles=tuple(sorted(recep_loc)),
+        recep_loc=recep_loc,
+        rtype=dict(pairs["receptacletype"]),
+        otype=dict(pairs["objecttype"]),
+        names=demangled_names(symbols),
+        openable=frozenset(static["openable"]),
+        pickupable=frozenset(static["pickupable"]),
+        receptacle_objects=frozenset(static["isreceptacleobject"]),
+        can_contain=frozenset(pairs["cancontain"]),
+        cleanable=frozenset(static["cleanable"]),
+        heatable=frozenset(static["heatable"]),
+        coolable=frozenset(static["coolable"]),
+        toggleable=frozenset(static["toggleable"]),
+        sliceable=frozenset(static["sliceable"]),
+        at_location={loc: tuple(rs) for loc, rs in at_location.items()},
+    )
+    state = State(
+        agent_loc=agent_loc,
+        held=held,
+        in_recep=pairs["inreceptacle"],
+        obj_loc=pairs["objectatlocation"],
+        in_recep_object=pairs["inreceptacleobject"],
+        **flags,
+    )
+    return layout, state
+
+
+# ---------------------------------------------------------------------------------- text
+def display_list(items: list[str]) -> str:
+    """textworld's list rendering: ``a``, ``a, and b``, ``a, b, and c``; empty → nothing."""
+    if not items:
+        return "nothing"
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + ", and " + items[-1]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One admissible command: its text and the operator it runs."""
+
+    text: str
+    op: str
+    args: tuple[str, ...]
+
+
+class NativeGame:
+    """One ALFWorld game played natively; mirrors :class:`~.upstream.UpstreamGame`."""
+
+    def __init__(self, problem: str | tuple[Layout, State], goal: Goal, instruction: str):
+        layout, state = parse_problem(problem) if isinstance(problem, str) else problem
+        self.layout = layout
+        self._initial = state
+        self.goal = goal
+        self.instruction = instruction
+        self.state = state.copy()
+        self._commands: dict[str, Command] = {}
+
+    # ------------------------------------------------------------------ game API
+    def reset(self) -> str:
+        self.state = self._initial.copy()
+        self._refresh()
+        return (
+            "-= Welcome to TextWorld, ALFRED! =-\n\n"
+            + self._look(intro=True)
+            + f"\n\nYour task is to: {self.instruction}."
+        )
+
+    def step(self, command: str) -> tuple[str, bool]:
+        """Run ``command``; returns (feedback, ok) where ok says it was admissible."""
+        found = self._commands.get(command.strip())
+        if found is None:
+            return NOTHING_HAPPENS, False
+        feedback = getattr(self, "_do_" + found.op)(*found.args)
+        self._refresh()
+        return feedback, True
+
+    def admissible(self) -> list[str]:
+        return sorted(self._commands)
+
+    def won(self) -> bool:
+        return goal_satisfied(self.layout, self.state, self.goal)
+
+    # ------------------------------------------------------------------ operators
+    def _refresh(self) -> None:
+        self._commands = {c.text: c for c in reversed(list(self._applicable()))}
+
+    def _applicable(self) -> Iterator[Command]:
+        lay, st, name = self.layout, self.state, self.layout.names
+        here = lay.at_location.get(st.agent_loc, ())
+        yield Command("look", "look", ())
+        yield Command("inventory", "inventory", ())
+        yield Command("help", "help", ())
+        for recep in lay.receptacles:
+            if lay.recep_loc[recep] != st.agent_loc:
+                yield Command(f"go to {name[recep]}", "goto", (recep,))
+        held = st.held
+        if held is not None:
+            yield Command(f"examine {name[held]}", "examine_object", (held,))
+        for recep in here:
+            yield Command(f"examine {name[recep]}", "examine_receptacle", (recep,))
+            is_open = recep not in lay.openable or recep in st.opened
+            if recep in lay.openable:
+                if recep in st.opened:
+                    yield Command(f"close {name[recep]}", "close", (recep,))
+                else:
+                    yield Command(f"open {name[recep]}", "open", (recep,))
+            if held is None and is_open:
+                for obj, where in sorted(st.in_recep):
+                    if where == recep and obj in lay.pickupable:
+                        yield Command(f"take {name[obj]} from {name[recep]}", "take", (obj, recep))
+            for obj, where in sorted(st.in_recep):
+                if where == recep and obj in lay.toggleable:
+                    yield Command(f"use {name[obj]}", "use", (obj,))
+            if held is None:
+                continue
+            if is_open and (lay.rtype.get(recep), lay.otype.get(held)) in lay.can_contain:
+                yield Command(f"move {name[held]} to {name[recep]}", "put", (held, recep))
+            rtype = lay.rtype.get(recep)
+            for verb, rt, able in (
+                ("clean", "sinkbasintype", lay.cleanable),
+                ("heat", "microwavetype", lay.heatable),
+                ("cool", "fridgetype", lay.coolable),
+            ):
+                if rtype == rt and held in able:
+                    yield Command(f"{verb} {name[held]} with {name[recep]}", verb, (held, recep))
+        if held is not None and lay.otype.get(held) in _KNIVES:
+            for obj, loc in sorted(st.obj_loc):
+                if loc == st.agent_loc and obj in lay.sliceable:
+                    yield Command(f"slice {name[obj]} with {name[held]}", "slice", (obj, held))
+
+    def _do_look(self) -> str:
+        return self._look(intro=False)
+
+    def _do_inventory(self) -> str:
+        if self.state.held is None:
+            return "You are not carrying anything."
+        return f"You are carrying: a {self.layout.names[self.state.held]}."
+
+    def _do_help(self) -> str:
+        return HELP_TEXT
+
+    def _do_goto(self, recep: str) -> str:
+        self.state.agent_loc = self.layout.recep_loc[recep]
+        return f"You arrive at {self.layout.names[recep]}. " + self._examine_receptacle(recep)
+
+    def _do_examine_receptacle(self, recep: str) -> str:
+        return self._examine_receptacle(recep)
+
+    def _do_examine_object(self, obj: str) -> str:
+        return self._examine_object(obj)
+
+    def _do_open(self, recep: str) -> str:
+        self.state.opened.add(recep)
+        return f"You open the {self.layout.names[recep]}. " + self._examine_receptacle(recep)
+
+    def _do_close(self, recep: str) -> str:
+        self.state.opened.discard(recep)
+        return f"You close the {self.layout.names[recep]}."
+
+    def _do_take(self, obj: str, recep: str) -> str:
+        st = self.state
+        st.in_recep.discard((obj, recep))
+        st.not_in_recep.add((obj, recep))
+        st.obj_loc.discard((obj, st.agent_loc))
+        st.held = obj
+        names = self.layout.names
+        return f"You pick up the {names[obj]} from the {names[recep]}."
+
+    def _do_put(self, obj: str, recep: str) -> str:
+        st = self.state
+        st.in_recep.add((obj, recep))
+        st.not_in_recep.discard((obj, recep))
+        st.obj_loc.add((obj, st.agent_loc))
+        st.held = None
+        names = self.layout.names
+        return f"You move the {names[obj]} to the {names[recep]}."
+
+    def _do_clean(self, obj: str, recep: str) -> str:
+        self.state.clean.add(obj)
+        return f"You clean the {self.layout.names[obj]} using the {self.layout.names[recep]}."
+
+    def _do_heat(self, obj: str, recep: str) -> str:
+        self.state.hot.add(obj)
+        self.state.cool.discard(obj)
+        return f"You heat the {self.layout.names[obj]} using the {self.layout.names[recep]}."
+
+    def _do_cool(self, obj: str, recep: str) -> str:
+        self.state.cool.add(obj)
+        self.state.hot.discard(obj)
+        return f"You cool the {self.layout.names[obj]} using the {self.layout.names[recep]}."
+
+    def _do_use(self, obj: str) -> str:
+        st = self.state
+        if obj in st.on:
+            st.on.discard(obj)
+        else:
+            st.on.add(obj)
+        st.toggled.add(obj)
+        return f"You turn on the {self.layout.names[obj]}."
+
+    def _do_slice(self, obj: str, knife: str) -> str:
+        self.state.sliced.add(obj)
+        names = self.layout.names
+        return f"You sliced the {names[obj]} with the {names[knife]}."
+
+    # ------------------------------------------------------------------ descriptions
+    def _contents(self, recep: str) -> str:
+        names = self.layout.names
+        return display_list([f"a {names[o]}" for o, r in sorted(self.state.in_recep) if r == recep])
+
+    def _examine_receptacle(self, recep: str) -> str:
+        name = self.layout.names[recep]
+        if recep in self.layout.openable:
+            if recep in self.state.opened:
+                return f"The {name} is open. In it, you see {self._contents(recep)}."
+            return f"The {name} is closed."
+        return f"On the {name}, you see {self._contents(recep)}."
+
+    def _examine_object(self, obj: str) -> str:
+        lay, st = self.layout, self.state
+        name = lay.names[obj]
+        if obj in lay.receptacle_objects:
+            inner = [f"a {lay.names[o]}" for o, outer in sorted(st.in_recep_object) if outer == obj]
+            return f"This is a normal {name}. In it, you see {display_list(inner)}."
+        clean, hot, cool, sliced = (obj in s for s in (st.clean, st.hot, st.cool, st.sliced))
+        for cond, text in (
+            (clean and hot and sliced, f"This is a hot and clean sliced {name}."),
+            (clean and cool and sliced, f"This is a cool and clean sliced {name}."),
+            (clean and sliced, f"This is a clean sliced {name}."),
+            (hot and sliced, f"This is a hot sliced {name}."),
+            (cool and sliced, f"This is a cool sliced {name}."),
+            (clean and hot, f"This is a hot and clean {name}."),
+            (clean and cool, f"This is a cool and clean {name}."),
+            (hot, f"This is a hot {name}."),
+            (clean, f"This is a clean {name}."),
+            (cool, f"This is a cold {name}."),
+            (obj in lay.toggleable and obj in st.toggled, f"This {name} is on."),
+            (obj in lay.sliceable and sliced, f"This is a sliced {name}."),
+        ):
+            if cond:
+                return text
+        return f"There's nothing special about {name}."
+
+    def _look(self, *, intro: bool) -> str:
+        """The ``look`` text. In the intro the grammar's query is unbound, so the middle of
+        the room lists every receptacle; as an action it is bound to the agent's location,
+        where no receptacle stands, so it lists nothing."""
+        lay, st = self.layout, self.state
+        here = lay.at_location.get(st.agent_loc, ())
+        if not here:
+            listed = [f"a {lay.names[r]}" for r in lay.receptacles] if intro else []
+            return (
+                "You are in the middle of a room. Looking quickly around you, you see "
+                f"{display_list(listed)}."
+            )
+        facing = display_list([lay.names[r] for r in here])
+        beside = [
+            f"a {lay.names[obj]}"
+            for obj, loc in sorted(st.obj_loc)
+            if loc == st.agent_loc
+            for recep in here
+            if (obj, recep) in st.not_in_recep
+        ]
+        return f"You are facing the {facing}. Next to it, you see {display_list(beside)}."
+
+
+# ---------------------------------------------------------------------------------- goals
+def _of_type(layout: Layout, objects: Iterable[str], otype: str) -> list[str]:
+    wanted = otype.lower() + "type"
+    return [o for o in objects if layout.otype.get(o) == wanted]
+
+
+def goal_satisfied(layout: Layout, state: State, goal: Goal) -> bool:
+    """The goal-library formula of ``goal.task_type``, evaluated on ``state``."""
+    task, rtype = goal.task_type, goal.recep.lower() + "type"
+    placed = [(o, r) for o, r in state.in_recep if layout.rtype.get(r) == rtype]
+    targets = set(_of_type(layout, layout.otype, goal.obj))
+    if task == "pick_and_place_simple":
+        return any(o in targets for o, _ in placed)
+    if task == "pick_clean_then_place_in_recep":
+        return any(o in targets and o in layout.cleanable and o in state.clean for o, _ in placed)
+    if task == "pick_heat_then_place_in_recep":
+        return any(o in targets and o in layout.heatable and o in state.hot for o, _ in placed)
+    if task == "pick_cool_then_place_in_recep":
+        return any(o in targets and o in layout.coolable and o in state.cool for o, _ in placed)
+    if task == "pick_two_obj_and_place":
+        per_recep: dict[str, set[str]] = {}
+        for o, r in placed:
+            if o in targets:
+                per_recep.setdefault(r, set()).add(o)
+        return any(len(objs) >= 2 for objs in per_recep.values())
+    if task == "look_at_obj_in_light":
+        here = set(layout.at_location.get(state.agent_loc, ()))
+        lamps = set(_of_type(layout, layout.otype, goal.toggle))
+        lit = any(
+            o in lamps and o in layout.toggleable and o in state.toggled and r in here
+            for o, r in state.in_recep
+        )
+        return lit and state.held in targets
+    raise DataError(f"unknown ALFWorld task type {task!r}")

@@ -1,0 +1,73 @@
+"""The upstream engine: textworld's ``PddlEnv`` with alfworld's wrappers, as ALFWorld runs it.
+
+This is the oracle the fast path is checked against, and the engine for games the native
+engine does not model. Imports are lazy: the module loads without the ``alfworld`` extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.errors import require
+
+FEATURE = "aem/ALFWorld-v0 with engine='upstream'"
+
+
+class UpstreamEngine:
+    """textworld's PDDL env, names demangled by alfworld's ``AlfredDemangler``.
+
+    One engine plays many games (:meth:`load`): each ``PddlEnv`` loads its own copy of Fast
+    Downward's shared library, so engines are made once, not per game. With
+    ``handcoded_expert`` alfworld's ``AlfredExpert`` wrapper is added; it reads the
+    ``traj_data.json`` beside a real game file, so it works only for games loaded by path.
+    """
+
+    def __init__(self, *, handcoded_expert: bool = False):
+        textworld = require("alfworld", "textworld", feature=FEATURE)
+        self._fast_downward = require("alfworld", "fast_downward", feature=FEATURE)
+        pddl = require("alfworld", "textworld.envs.pddl", feature=FEATURE)
+        alfred = require("alfworld", "alfworld.agents.environment.alfred_tw_env", feature=FEATURE)
+        infos = textworld.EnvInfos(
+            won=True,
+            admissible_commands=True,
+            facts=handcoded_expert,
+            extras=["expert_plan"] if handcoded_expert else [],
+        )
+        self._pddl_env = pddl.PddlEnv(infos)
+        env = alfred.AlfredDemangler(self._pddl_env)
+        if handcoded_expert:
+            env = alfred.AlfredExpert(env, expert_type=alfred.AlfredExpertType.HANDCODED)
+        self._env = env
+        self._state: Any = None
+
+    def load(self, game: dict[str, Any] | Path) -> None:
+        """Load a game dict (see :func:`~aem_envs.alfworld.pddl.game_dict`) or a real file."""
+        self._env.load(str(game) if isinstance(game, Path) else game)
+        self._state = None
+
+    def reset(self) -> str:
+        self._state = self._env.reset()
+        return self._state.feedback
+
+    def step(self, command: str) -> tuple[str, bool]:
+        """Run ``command``; returns (feedback, ok) where ok says it was admissible."""
+        ok = command.strip() in self._state["admissible_commands"]
+        self._state, _, _ = self._env.step(command)
+        return self._state.feedback, ok
+
+    def admissible(self) -> list[str]:
+        return list(self._state["admissible_commands"])
+
+    def won(self) -> bool:
+        return bool(self._state["won"])
+
+    def expert_action(self) -> str:
+        """alfworld's handcoded expert's next command (needs ``handcoded_expert=True``)."""
+        return self._state["extra.expert_plan"][0]
+
+    def close(self) -> None:
+        """Unload this engine's copy of Fast Downward (textworld's own close keeps it)."""
+        if self._pddl_env is not None:
+            self._fast_downward.close_lib(self._pddl_env.downward_lib)
+            self._pddl_env = None

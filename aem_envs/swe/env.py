@@ -1,0 +1,276 @@
+"""``aem/SWE-v0``: resolve a repository issue with shell commands and a file editor.
+
+Action grammar (one action per step; leading/trailing whitespace is ignored):
+
+- ``submit`` — end the episode; the working tree's diff against the base commit (new files
+  included) is graded in a fresh sandbox from the pristine image.
+- ``edit {json}`` — the file editor (:mod:`aem_envs.swe.editor`), e.g.
+  ``edit {"command": "view", "path": "pkg/mod.py", "view_range": [1, 40]}``; commands
+  ``view``, ``create``, ``str_replace``, ``insert``; paths stay inside ``/testbed``.
+- ``bash: <command>`` or any other text — one bash command run in ``/testbed`` (multi-line
+  scripts and heredocs work), killed at ``command_timeout`` seconds.
+
+Every observation starts with ``exit code: N`` and continues with the output, clipped head +
+tail. The action space is open (``admissible_actions`` is ``None``). At the step limit the
+diff is graded too. ``reward`` follows the reward scheme with ``won`` = swebench's
+``resolved`` and ``score`` = fraction of FAIL_TO_PASS tests passing (0 if any PASS_TO_PASS
+test broke); ``info["report"]`` is swebench's report.
+
+The sandbox is created on ``reset`` (constructing the env starts nothing), replaced on the
+next ``reset``, and removed when the episode ends and on ``close``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.errors import AEMError
+from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
+from aem_envs.swe.grading import DEFAULT_EVAL_TIMEOUT, Grade, evaluate
+from aem_envs.swe.instances import (
+    SWEInstance,
+    ensure_image,
+    load_instances,
+    read_bundled_rows,
+    summary,
+)
+
+WORKDIR = "/testbed"
+GOLD_PATCH_FILE = ".aem_gold.patch"
+
+INSTRUCTIONS = """\
+You are in the repository {repo} at {workdir}. Resolve the issue below; then submit.
+
+Actions (one per turn):
+  bash: <command>      run a bash command in {workdir} (plain text without a prefix works too)
+  edit {{"command": "view", "path": "FILE", "view_range": [1, 50]}}
+  edit {{"command": "create", "path": "FILE", "file_text": "..."}}
+  edit {{"command": "str_replace", "path": "FILE", "old_str": "...", "new_str": "..."}}
+  edit {{"command": "insert", "path": "FILE", "insert_line": 10, "new_str": "..."}}
+  submit               grade your changes (the diff of the working tree) and end the episode
+
+Issue:
+{problem}"""
+
+
+class SWEEnv(TextEnv):
+    """SWE-bench-style issue resolution in a sandboxed repository.
+
+    ``dataset``: a json / jsonl / parquet file in swebench's instance format (default: the
+    bundled tasks); ``bundles_dir``: a folder of ``<owner>__<name>.bundle`` git bundles to
+    build instance images from (default for the bundled tasks: the shipped bundles);
+    ``backend``: sandbox backend (``auto``, ``docker``, ``bwrap``); ``command_timeout`` and
+    ``output_chars`` bound each command; ``eval_timeout`` bounds grading.
+    """
+
+    splits: ClassVar[tuple[str, ...]] = ("test",)
+    default_max_steps: ClassVar[int] = 50
+    max_action_length: ClassVar[int] = 1 << 16
+    max_observation_length: ClassVar[int] = 1 << 15
+    action_vocabulary: ClassVar[Sequence[str] | None] = (
+        "bash:",
+        "ls",
+        "cat",
+        "grep -rn",
+        "python3 -m pytest -q",
+        "git diff",
+        "edit",
+        "submit",
+    )
+
+    def __init__(
+        self,
+        *,
+        dataset: str | None = None,
+        bundles_dir: str | None = None,
+        backend: str = "auto",
+        command_timeout: float = 60.0,
+        eval_timeout: float = DEFAULT_EVAL_TIMEOUT,
+        output_chars: int = 10_000,
+        reward_scheme: Any = None,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
+        self.dataset = dataset
+        self.bundles_dir = bundles_dir
+        self.backend = backend
+        self.command_timeout = float(command_timeout)
+        self.eval_timeout = float(eval_timeout)
+        self.output_chars = int(output_chars)
+        self._instances: dict[str, SWEInstance] | None = None
+        self._images: dict[str, str] = {}
+        self._instance: SWEInstance | None = None
+        self._sandbox: Any = None
+        self._editor: Editor | None = None
+        self._expert_plan: list[str] = []
+        self._expert_done = 0
+        self.last_grade: Grade | None = None
+
+    # ------------------------------------------------------------------ tasks
+    @classmethod
+    def task_set_summary(cls) -> dict[str, dict[str, int]]:
+        return {"test": summary(read_bundled_rows())}
+
+    def instances(self) -> dict[str, SWEInstance]:
+        """The instances of this env's dataset, loaded once, by id."""
+        if self._instances is None:
+            loaded = load_instances(self.dataset, self.bundles_dir)
+            self._instances = {item.instance_id: item for item in loaded}
+        return self._instances
+
+    def task_ids(self, split: str) -> Sequence[str]:
+        return list(self.instances())
+
+    def image_for(self, instance: SWEInstance) -> str:
+        """The image of ``instance``: built from its bundle once, or an existing local image."""
+        if instance.instance_id not in self._images:
+            from sandboxes import ensure_instance_image
+            from sandboxes.backends import resolve_backend
+            from sandboxes.docker_sandbox import docker_client
+
+            if resolve_backend(self.backend) != "docker":
+                raise AEMError(
+                    "aem/SWE-v0 builds and finds instance images with a Docker engine; "
+                    "start dockerd (the bubblewrap backend cannot build images)"
+                )
+            client = docker_client()
+
+            def exists(tag: str) -> bool:
+                return bool(client.images.list(name=tag))
+
+            def build(bundle: Path, commit: str) -> str:
+                return ensure_instance_image(bundle, commit, client=client)
+
+            self._images[instance.instance_id] = ensure_image(
+                instance, image_exists=exists, build=build
+            )
+        return self._images[instance.instance_id]
+
+    # ------------------------------------------------------------------ episode
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        from sandboxes import Limits, open_sandbox
+
+        self._release()
+        instance = self.instances()[task_id]
+        image = self.image_for(instance)
+        limits = Limits(command_timeout=self.command_timeout, output_chars=self.output_chars)
+        self._sandbox = open_sandbox(image, backend=self.backend, limits=limits, workdir=WORKDIR)
+        self._editor = Editor(self._sandbox, WORKDIR)
+        self._instance = instance
+        self.last_grade = None
+        self._expert_plan = expert_plan(instance.gold_patch)
+        self._expert_done = 0
+        task = Task(instance.instance_id, instance.repo_name, instance.problem_statement)
+        text = INSTRUCTIONS.format(
+            repo=instance.repo, workdir=WORKDIR, problem=instance.problem_statement.strip()
+        )
+        return task, text
+
+    def _act(self, action: str) -> Outcome:
+        if self._sandbox is None:
+            return Outcome("The sandbox is closed; call reset().", valid=False)
+        plan, done = self._expert_plan, self._expert_done
+        if done < len(plan) and action == plan[done]:
+            self._expert_done += 1
+        text = action.strip()
+        if "\x00" in text or not _encodable(text):
+            return Outcome(
+                "Invalid action: NUL characters and lone surrogates cannot be sent.", valid=False
+            )
+        if not text:
+            return Outcome(
+                "Invalid action: empty. Send a bash command, edit {...} or submit.", valid=False
+            )
+        if text.lower() == "submit":
+            return self._grade("Submitted.")
+        if text.startswith("edit ") or text.startswith("edit{") or text == "edit":
+            return self._edit(text[4:])
+        command = text[5:].strip() if text.startswith("bash:") else text
+        if not command:
+            return Outcome("Invalid action: 'bash:' needs a command after it.", valid=False)
+        try:
+            result = self._sandbox.exec(command, self.command_timeout)
+        except AEMError as exc:
+            return Outcome(f"Invalid action: the command could not run: {exc}", valid=False)
+        note = f" (killed after {self.command_timeout:g} s)" if result.timed_out else ""
+        return Outcome(f"exit code: {result.exit_code}{note}\n{result.output}")
+
+    def _edit(self, payload: str) -> Outcome:
+        assert self._editor is not None
+        try:
+            result = self._editor.run(parse_edit(payload))
+        except EditorRefusal as exc:
+            return Outcome(f"Invalid action: {exc}", valid=False)
+        except AEMError as exc:
+            return Outcome(f"exit code: 1\n{exc}")
+        return Outcome(f"exit code: {0 if result.ok else 1}\n{result.message}")
+
+    def _grade(self, headline: str) -> Outcome:
+        assert self._instance is not None and self._sandbox is not None
+        instance = self._instance
+        try:
+            patch = self._sandbox.diff(str(instance.data["base_commit"]))
+        finally:
+            self._release()
+        grade = evaluate(
+            instance,
+            patch,
+            self.image_for(instance),
+            backend=self.backend,
+            timeout=self.eval_timeout,
+        )
+        self.last_grade = grade
+        f2p = grade.report.get("tests_status", {}).get("FAIL_TO_PASS", {})
+        passed = len(f2p.get("success", []))
+        total = passed + len(f2p.get("failure", []))
+        verdict = "RESOLVED" if grade.resolved else "NOT RESOLVED"
+        observation = (
+            f"{headline} {verdict}: {passed}/{total} FAIL_TO_PASS tests pass, "
+            f"score {grade.score:.3f}."
+        )
+        info = {"report": grade.report, "patch": patch, "eval_seconds": grade.seconds}
+        return Outcome(observation, done=True, won=grade.resolved, score=grade.score, info=info)
+
+    def _grade_at_limit(self) -> Outcome | None:
+        if self._sandbox is None:
+            return None
+        return self._grade("Step limit reached; the working tree was graded.")
+
+    def expert_action(self) -> str:
+        """Next step of the gold patch applied through the env's own actions, then submit."""
+        if self._instance is None:
+            raise AEMError("call reset() before asking for the expert action")
+        return self._expert_plan[min(self._expert_done, len(self._expert_plan) - 1)]
+
+    # ------------------------------------------------------------------ resources
+    def _release(self) -> None:
+        if self._sandbox is not None:
+            sandbox, self._sandbox, self._editor = self._sandbox, None, None
+            sandbox.close()
+
+    def close(self) -> None:
+        self._release()
+        super().close()
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def expert_plan(gold_patch: str) -> list[str]:
+    """Write the gold patch with the editor, apply it with git in bash, remove it, submit."""
+    create = {"command": "create", "path": GOLD_PATCH_FILE, "file_text": gold_patch}
+    return [
+        "edit " + json.dumps(create),
+        f"bash: git apply {GOLD_PATCH_FILE} && rm {GOLD_PATCH_FILE}",
+        "submit",
+    ]

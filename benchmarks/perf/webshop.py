@@ -1,0 +1,222 @@
+"""WebShop speed and memory: text steps, searches and RSS at 10k and 100k products, and browser
+steps, each beside a naive baseline run in the same script.
+
+The baseline is rank-bm25 (``BM25Okapi``, pure Python) over the same tokenized documents,
+plugged into the same site: it is what a straightforward port of WebShop's search without Java
+looks like. pyserini (the original's Lucene) needs a JVM and is not installed here.
+
+Each catalog size runs in a fresh interpreter so that its RSS is its own. Targets (issue 4):
+text step p50 ≤ 5 ms and search p50 ≤ 2 ms at 100k products, RSS ≤ 1 GB, browser step p50
+≤ 0.15 s. ``ratio`` is baseline ÷ ours (how many times faster ours is).
+
+Run ``python -m benchmarks.perf.webshop [--quick]``; ``aem bench perf`` gathers the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+BENCHMARK = "webshop"
+SIZES = (10_000, 100_000)
+#: Goals generated for the 100k catalog (the 10k one is the bundled catalog).
+LARGE_GOALS = 2_000
+LARGE_SEED = 7
+
+
+class NaiveEngine:
+    """rank-bm25 over the same documents, with :class:`SearchEngine`'s ``search`` interface."""
+
+    def __init__(self, catalog: Any) -> None:
+        from rank_bm25 import BM25Okapi
+
+        from aem_envs.webshop.search import document_text, tokenize
+
+        self.asins = tuple(p.asin for p in catalog.products)
+        self._tokenize = tokenize
+        self._bm25 = BM25Okapi([tokenize(document_text(p)) or [""] for p in catalog.products])
+
+    def search(self, query: str, k: int = 50) -> list[str]:
+        scores = self._bm25.get_scores(self._tokenize(query))
+        top = np.argsort(-scores, kind="stable")[:k]
+        return [self.asins[i] for i in top if scores[i] > 0]
+
+
+def _rss_mb() -> float:
+    """Current resident memory of this process (Linux), else its peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _percentiles(seconds: Sequence[float]) -> tuple[float, float]:
+    values = np.asarray(seconds) * 1000
+    return float(np.percentile(values, 50)), float(np.percentile(values, 95))
+
+
+def _timed(calls: Sequence[Callable[[], Any]]) -> list[float]:
+    times = []
+    for call in calls:
+        tic = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - tic)
+    return times
+
+
+def _expert_steps(env: Any, goal_ids: Sequence[str], split: str) -> list[float]:
+    """Seconds per ``env.step`` over expert episodes (the expert's planning is not timed)."""
+    times: list[float] = []
+    for goal_id in goal_ids:
+        env.reset(options={"split": split, "task_id": goal_id})
+        for _ in range(env.max_steps):
+            action = env.expert_action()
+            tic = time.perf_counter()
+            *_, terminated, truncated, _ = env.step(action)
+            times.append(time.perf_counter() - tic)
+            if terminated or truncated:
+                break
+    return times
+
+
+def catalog_dir(size: int) -> Path | None:
+    """Folder of the generated ``size``-product catalog in the original format (None: bundled).
+
+    Why files: a large catalog reaches users as files (``data_dir=``), and loading it in a
+    fresh process measures the RSS a user gets, not the generator's.
+    """
+    if size == SIZES[0]:
+        return None
+    from aem_envs.webshop.search import cache_root
+
+    return cache_root() / "webshop" / f"generated-{size}-{LARGE_GOALS}-{LARGE_SEED}"
+
+
+def prepare(size: int) -> None:
+    """Write the generated catalog once (the manifest, written last, marks it complete)."""
+    folder = catalog_dir(size)
+    if folder is None or (folder / "manifest.json").is_file():
+        return
+    from aem_envs.webshop.generate import write_catalog
+
+    write_catalog(size, LARGE_GOALS, LARGE_SEED, folder, compress=False)
+
+
+def measure_size(size: int, quick: bool) -> dict[str, Any]:
+    """Text-mode numbers for one catalog size (run in its own process by :func:`measure`)."""
+    from aem_envs.webshop.env import WebShopEnv
+
+    env = WebShopEnv(data_dir=catalog_dir(size))
+    catalog = env.catalog
+    split = "test"
+    goal_ids = list(env.task_ids(split))[: 10 if quick else 50]
+    env.site.engine  # noqa: B018 - load (or build and cache) the index before timing
+    steps = _expert_steps(env, goal_ids, split)
+    queries = [catalog.goals_by_id[g].instruction for g in env.task_ids(split)[:200]]
+    searches = _timed([lambda q=q: env.site.engine.search(q) for q in queries])
+    gc.collect()
+    rss = _rss_mb()
+
+    naive = NaiveEngine(catalog)
+    few = 3 if quick else 10
+    naive_searches = _timed([lambda q=q: naive.search(q) for q in queries[:few]])
+    env.site._engine = naive  # type: ignore[assignment]  # the same site on the naive engine
+    naive_steps = _expert_steps(env, goal_ids[: max(1, few // 3)], split)
+    return {
+        "size": size,
+        "step": _percentiles(steps),
+        "search": _percentiles(searches),
+        "rss_mb": rss,
+        "naive_step": _percentiles(naive_steps),
+        "naive_search": _percentiles(naive_searches),
+        "n_steps": len(steps),
+        "n_searches": len(searches),
+    }
+
+
+def measure_browser(quick: bool) -> dict[str, Any]:
+    from aem_envs.webshop.browser import WebShopBrowserEnv
+
+    env = WebShopBrowserEnv()
+    try:
+        goal_ids = list(env.task_ids("test"))[: 2 if quick else 6]
+        env.reset(options={"split": "test", "task_id": goal_ids[0]})  # start the browser
+        steps = _expert_steps(env, goal_ids, "test")
+    finally:
+        env.close()
+    return {"step": _percentiles(steps), "n_steps": len(steps)}
+
+
+def _in_subprocess(function: Callable[..., Any], *args: Any) -> Any:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(function, args)
+
+
+def _row(metric: str, ours: float, baseline: float | None, unit: str, note: str) -> dict:
+    ratio = None if baseline is None or ours <= 0 else baseline / ours
+    return {
+        "benchmark": BENCHMARK,
+        "metric": metric,
+        "ours": round(ours, 3),
+        "baseline": None if baseline is None else round(baseline, 3),
+        "ratio": None if ratio is None else round(ratio, 2),
+        "unit": unit,
+        "note": note,
+    }
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows for ``aem bench perf``; ``quick`` runs the 10k catalog and fewer episodes."""
+    rows: list[dict[str, Any]] = []
+    for size in SIZES[:1] if quick else SIZES:
+        _in_subprocess(prepare, size)
+        got = _in_subprocess(measure_size, size, quick)
+        label = f"{size // 1000}k products"
+        baseline_note = "baseline: rank-bm25 search in the same site"
+        for name, key, target in (("text step", "step", 5.0), ("search", "search", 2.0)):
+            for i, pct in enumerate(("p50", "p95")):
+                note = baseline_note
+                if pct == "p50" and size == SIZES[-1]:
+                    note += f"; target ≤ {target:g} ms"
+                rows.append(
+                    _row(f"{name} {pct}, {label}", got[key][i], got[f"naive_{key}"][i], "ms", note)
+                )
+        rss_note = "text env with its catalog and index loaded; target ≤ 1024 MB at 100k"
+        rows.append(_row(f"RSS, {label}", got["rss_mb"], None, "MB", rss_note))
+    browser = _in_subprocess(measure_browser, quick)
+    browser_note = "headless Chromium via Selenium, page load included; target p50 ≤ 0.15 s"
+    for i, pct in enumerate(("p50", "p95")):
+        metric = f"browser step {pct}, 10k products"
+        rows.append(_row(metric, browser["step"][i] / 1000, None, "s", browser_note))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10k products, fewer episodes")
+    args = parser.parse_args(argv)
+    rows = measure(quick=args.quick)
+    width = max(len(r["metric"]) for r in rows)
+    print(f"{'metric':<{width}}  {'ours':>10}  {'baseline':>10}  {'ratio':>7}  unit")
+    for r in rows:
+        baseline = "—" if r["baseline"] is None else f"{r['baseline']:.3f}"
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.1f}x"
+        print(
+            f"{r['metric']:<{width}}  {r['ours']:>10.3f}  {baseline:>10}  {ratio:>7}  {r['unit']}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The reaper: removes sandbox containers whose owner process is gone.
+
+Run by ``aem sandbox gc`` and, at most once a minute per process, whenever a Docker sandbox
+opens — so a crashed run's containers disappear at the next run even if nobody calls gc.
+Containers owned by live processes, and those labelled by another host (a shared engine),
+are left alone unless ``everything`` is asked for.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .owner import LABEL_MARK, Owner, is_alive
+
+_OPPORTUNISTIC_PERIOD = 60.0
+_last_run = -_OPPORTUNISTIC_PERIOD
+_last_run_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Reaped:
+    container_id: str
+    image: str
+    reason: str
+
+
+def sandbox_containers(client: Any) -> list[Any]:
+    """Every container (running or not) that this package created, on this engine."""
+    return client.containers.list(all=True, filters={"label": LABEL_MARK})
+
+
+def gc(*, client: Any = None, everything: bool = False) -> list[Reaped]:
+    """Remove orphaned sandbox containers; return what was removed and why.
+
+    ``everything=True`` removes all sandbox containers, live owners included (use it only
+    when no aem process is running).
+    """
+    if client is None:
+        from .docker_sandbox import docker_client
+
+        client = docker_client()
+    import docker
+
+    removed: list[Reaped] = []
+    for container in sandbox_containers(client):
+        labels = container.labels
+        owner = Owner.from_labels(labels)
+        if everything:
+            reason = "removal of every sandbox was requested"
+        elif owner is None:
+            reason = "it carries no readable owner label"
+        elif is_alive(owner) is False:
+            reason = f"its owner process {owner.pid} on {owner.host} is gone"
+        else:
+            continue
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue  # another reaper was faster
+        except docker.errors.APIError as exc:
+            if exc.status_code != 409:  # 409: removal already in progress
+                raise
+            continue
+        removed.append(Reaped(container.id, labels.get(f"{LABEL_MARK}.image", "?"), reason))
+    return removed
+
+
+def gc_opportunistically(client: Any) -> None:
+    """Run :func:`gc` unless this process ran it within the last minute; never raises."""
+    global _last_run
+    with _last_run_lock:
+        now = time.monotonic()
+        if now - _last_run < _OPPORTUNISTIC_PERIOD:
+            return
+        _last_run = now
+    try:
+        gc(client=client)
+    except Exception:  # cleanup of others' leftovers must not break an open
+        return

@@ -1,0 +1,116 @@
+"""Prompts: what the model is shown at each step, per environment family."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from aem_agent.policies.base import PolicyInput
+from aem_agent.prompts import (
+    GENERIC,
+    HISTORY_OBSERVATION_CHARS,
+    TEMPLATES,
+    build_messages,
+    env_family,
+    template_for,
+)
+from aem_envs.core.errors import AEMError
+
+
+def _input(env_id: str = "aem/ALFWorld-v0", steps: int = 0, **kwargs) -> PolicyInput:
+    history = [(f"observation number {i}", f"action number {i}") for i in range(1, steps + 1)]
+    return PolicyInput(
+        env_id=env_id,
+        instruction="put a clean mug in the coffeemachine",
+        observation="You are in the middle of a room.",
+        history=history,
+        **kwargs,
+    )
+
+
+def _user(inp: PolicyInput, **kwargs) -> str:
+    messages = build_messages(inp, **kwargs)
+    assert [m["role"] for m in messages] == ["system", "user"]
+    return messages[1]["content"]
+
+
+def test_prompt_holds_task_observation_and_reply_format() -> None:
+    text = _user(_input())
+    assert "Your task is to: put a clean mug in the coffeemachine" in text
+    assert "You are in the middle of a room." in text
+    assert "<think>" in text and "</think>" in text
+    assert "<action>" in text and "</action>" in text
+    assert "step 1" in text
+    assert "Before this step" not in text
+
+
+def test_history_window_shows_only_the_most_recent_steps() -> None:
+    text = _user(_input(steps=8), history_window=3)
+    for i in (6, 7, 8):
+        assert f"observation number {i}" in text and f"action number {i}" in text
+        assert f"[Step {i}]" in text
+    for i in range(1, 6):
+        assert f"observation number {i}\n" not in text and f"action number {i}\n" not in text
+    assert "took 8 step(s)" in text and "most recent 3" in text
+    assert "step 9" in text
+    assert text.index("observation number 6") < text.index("observation number 8")
+
+
+def test_history_window_zero_and_short_histories() -> None:
+    assert "observation number" not in _user(_input(steps=4), history_window=0)
+    text = _user(_input(steps=2), history_window=5)
+    assert "most recent 2" in text and "[Step 1]" in text and "[Step 2]" in text
+
+
+def test_negative_history_window_is_a_clear_error() -> None:
+    with pytest.raises(AEMError, match="history_window"):
+        build_messages(_input(), history_window=-1)
+
+
+def test_long_history_observations_are_clipped_but_not_the_current_one() -> None:
+    long_page = "A" * 300 + "MIDDLE" + "Z" * 5000
+    inp = PolicyInput(
+        "aem/WebShop-v0", "buy socks", observation=long_page, history=[(long_page, "click[x]")]
+    )
+    text = _user(inp)
+    assert long_page in text
+    assert text.count("MIDDLE") == 1
+    assert "[...]" in text
+    clipped = text.split("Observation: ", 1)[1].split("\nAction:", 1)[0]
+    assert len(clipped) <= HISTORY_OBSERVATION_CHARS
+
+
+def test_admissible_actions_listed_when_the_env_has_them() -> None:
+    actions = ["go to cabinet 1", "take mug 1 from countertop 1", "look"]
+    text = _user(_input(admissible_actions=actions))
+    assert "Admissible actions" in text
+    for action in actions:
+        assert f"- {action}\n" in text
+    assert "Admissible actions" not in _user(_input("aem/SWE-v0", admissible_actions=None))
+
+
+def test_each_family_has_its_template_and_unknown_ids_get_the_generic_one() -> None:
+    assert env_family("aem/WebShopBrowser-v0") == "WebShopBrowser"
+    assert env_family("aem_envs:aem/ALFWorld-v0") == "ALFWorld"
+    assert template_for("aem/ALFWorld-v0") is TEMPLATES["ALFWorld"]
+    assert template_for("aem/WebShop-v0") is TEMPLATES["WebShop"]
+    assert template_for("aem/WebShopBrowser-v0") is TEMPLATES["WebShop"]
+    assert template_for("aem/SWE-v0") is TEMPLATES["SWE"]
+    assert template_for("aemtest/Corridor-v0") is GENERIC
+    systems = {build_messages(_input(env))[0]["content"] for env in TEMPLATES}
+    assert len(systems) == len(TEMPLATES)
+    assert "search[" in _user(_input("aem/WebShop-v0"))
+
+
+def test_system_prompt_override() -> None:
+    messages = build_messages(_input(), system_prompt="Be brief.")
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+
+
+def test_prompts_import_on_their_own() -> None:
+    """The policies import the prompts; importing the prompts first must work too."""
+    code = "import aem_agent.prompts, aem_agent.policies; print('ok')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

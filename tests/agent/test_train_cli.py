@@ -1,0 +1,95 @@
+"""``aem train`` end to end on the tiny model: outputs, CLI precedence, checkpoint → resume."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aem_agent.config import ConfigError
+from aem_agent.train import build_config, load_settings
+from aem_cli.main import main
+
+CONFIGS = Path(__file__).parents[2] / "aem_agent" / "configs"
+
+
+def write_settings(tmp_path: Path, env_id: str, model: Path) -> Path:
+    settings = {
+        "env_ids": [env_id],
+        "model": str(model),
+        "per_device_train_batch_size": 4,
+        "num_generations": 2,
+        "max_completion_length": 64,
+        "max_turns": 2,
+        "max_turn_tokens": 8,
+        "num_tasks": 4,
+        "env_workers": 1,
+        "save_steps": 1,
+        "learning_rate": 1e-3,
+        "torch_threads": 1,
+        "top_k": 0,
+    }
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def read_metrics(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_cli_trains_writes_outputs_and_resumes(tiny_model_dir, tmp_path, doors_env_id) -> None:
+    config = write_settings(tmp_path, doors_env_id, tiny_model_dir)
+    out = tmp_path / "run"
+    common = ["train", "--config", str(config), "--output-dir", str(out), "--seed", "5"]
+    assert main([*common, "--steps", "2", "--lam", "1.5"]) == 0
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    assert (out / "final" / "config.json").is_file()
+    assert (out / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
+    rows = read_metrics(out / "metrics.csv")
+    steps = [int(r["step"]) for r in rows if r.get("aem/alpha_min")]
+    assert steps == [1, 2]
+    assert all(r["episode/success_rate"] != "" for r in rows if r.get("aem/alpha_min"))
+
+    assert main([*common, "--steps", "3", "--lam", "1.5", "--resume"]) == 0
+    rows = read_metrics(out / "metrics.csv")
+    assert [int(r["step"]) for r in rows if r.get("aem/alpha_min")] == [1, 2, 3]
+    assert (out / "checkpoint-3").is_dir()
+
+
+def test_resume_without_checkpoint_is_one_clear_error(tmp_path, capsys, doors_env_id) -> None:
+    code = main(["train", doors_env_id, "--output-dir", str(tmp_path), "--resume"])
+    assert code == 2
+    assert "no checkpoint" in capsys.readouterr().err
+
+
+def test_command_line_overrides_yaml(tmp_path) -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.train import settings_from_args
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"aem_lambda": 0.5, "max_steps": 9, "env_ids": ["a/B-v0"]}))
+    args = build_parser().parse_args(
+        ["train", "c/D-v0", "--config", str(path), "--lam", "2", "--group-size", "4"]
+    )
+    settings = settings_from_args(args)
+    assert settings["aem_lambda"] == 2.0 and settings["max_steps"] == 9
+    assert settings["env_ids"] == ["c/D-v0"] and settings["num_generations"] == 4
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.yaml")))
+def test_bundled_configs_are_valid(name: str, tmp_path) -> None:
+    settings = load_settings(name)
+    settings.setdefault("output_dir", str(tmp_path))
+    settings["use_cpu"], settings["bf16"] = True, False  # GPU configs checked on this CPU
+    config, driver = build_config(settings)
+    assert config.max_turns >= 1 and driver["model"]
+
+
+def test_unknown_setting_names_the_key(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="aem_lamda"):
+        build_config({"aem_lamda": 1.0, "output_dir": str(tmp_path)})

@@ -1,0 +1,135 @@
+"""aem/SWE-v0 through its own actions: the expert, the editor's confinement, the grammar."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from aem_envs.swe.env import SWEEnv
+from aem_envs.swe.instances import TASKS_DIR, read_bundled_rows
+
+IDS = sorted(row["instance_id"] for row in read_bundled_rows())
+
+
+def edit(**args) -> str:
+    return "edit " + json.dumps(args)
+
+
+@pytest.fixture(scope="module")
+def env():
+    environment = SWEEnv(max_steps=30)
+    yield environment
+    environment.close()
+
+
+@pytest.fixture
+def fresh(env):
+    env.reset(seed=0, options={"task_id": IDS[0]})
+    return env
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", IDS)
+def test_expert_resolves_through_the_env_actions(env, task_id):
+    env.reset(options={"task_id": task_id})
+    for _ in range(5):
+        _, reward, terminated, truncated, info = env.step(env.expert_action())
+        assert info["action_valid"]
+        if terminated:
+            break
+    assert terminated and info["won"] and info["score"] == 1.0 and reward > 0
+    assert info["report"]["resolved"] is True
+    assert env._sandbox is None  # the agent's container is gone once the episode ends
+
+
+@pytest.mark.docker
+def test_bash_observation_has_exit_code_and_output(fresh):
+    obs, _, terminated, _, info = fresh.step("bash: echo hello; exit 3")
+    assert obs.startswith("exit code: 3") and "hello" in obs
+    assert info["action_valid"] and not terminated and info["admissible_actions"] is None
+    obs, *_ = fresh.step("git rev-parse --show-toplevel")
+    assert "/testbed" in obs
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize(
+    "path", ["../../etc/passwd", "/etc/passwd", "/testbed/../etc/passwd", ".git/config"]
+)
+def test_editor_refuses_paths_outside_the_repository(fresh, path):
+    obs, _, _, _, info = fresh.step(edit(command="view", path=path))
+    assert not info["action_valid"] and "root:" not in obs
+    obs, _, _, _, info = fresh.step(edit(command="create", path=path, file_text="x"))
+    assert not info["action_valid"]
+
+
+@pytest.mark.docker
+def test_editor_refuses_symlinks_pointing_out(fresh):
+    fresh.step("bash: ln -s /etc escape && ln -s /etc/passwd pw")
+    for path in ("escape/passwd", "pw"):
+        obs, _, _, _, info = fresh.step(edit(command="view", path=path))
+        assert not info["action_valid"] and "root:" not in obs
+    _, _, _, _, info = fresh.step(edit(command="create", path="escape/evil", file_text="x"))
+    assert not info["action_valid"]
+    obs, *_ = fresh.step("bash: ls /etc/evil; echo done")
+    assert "No such file" in obs
+
+
+@pytest.mark.docker
+def test_editor_view_create_replace_insert(fresh):
+    obs, _, _, _, info = fresh.step(
+        edit(command="create", path="notes/a.txt", file_text="one\ntwo\n")
+    )
+    assert info["action_valid"] and obs.startswith("exit code: 0")
+    fresh.step(edit(command="str_replace", path="notes/a.txt", old_str="two", new_str="2"))
+    fresh.step(edit(command="insert", path="notes/a.txt", insert_line=1, new_str="1.5"))
+    obs, *_ = fresh.step(edit(command="view", path="notes/a.txt", view_range=[1, 3]))
+    assert obs.split("\n")[1:] == ["     1\tone", "     2\t1.5", "     3\t2"]
+    obs, _, _, _, info = fresh.step(edit(command="str_replace", path="notes/a.txt", old_str="zz"))
+    assert info["action_valid"] and obs.startswith("exit code: 1")
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("action", ["", "   ", "edit not json", 'edit {"command": "rm"}', "bash:"])
+def test_malformed_actions_are_invalid(fresh, action):
+    _, _, terminated, _, info = fresh.step(action)
+    assert not info["action_valid"] and not terminated
+
+
+@pytest.mark.docker
+def test_step_limit_grades_the_working_tree():
+    environment = SWEEnv(max_steps=1)
+    try:
+        environment.reset(options={"task_id": IDS[0]})
+        _, _, terminated, truncated, info = environment.step("ls")
+        assert truncated and not terminated
+        assert info["report"]["resolved"] is False and info["score"] == 0.0
+    finally:
+        environment.close()
+
+
+@pytest.mark.docker
+def test_external_jsonl_instance_grades_through_gym_make(tmp_path: Path):
+    row = read_bundled_rows()[-1]
+    dataset = tmp_path / "external.jsonl"
+    dataset.write_text(json.dumps(row) + "\n")
+    bundles = tmp_path / "bundles"
+    bundles.mkdir()
+    name = f"{row['repo'].replace('/', '__')}.bundle"
+    (bundles / name).write_bytes((TASKS_DIR / name).read_bytes())
+    environment = gym.make("aem_envs:aem/SWE-v0", dataset=str(dataset), bundles_dir=str(bundles))
+    try:
+        _, info = environment.reset(seed=1)
+        assert info["task_id"] == row["instance_id"]
+        while True:
+            _, _, terminated, truncated, info = environment.step(
+                environment.unwrapped.expert_action()
+            )
+            if terminated or truncated:
+                break
+        assert info["won"]
+    finally:
+        environment.close()

@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from aem_envs.core.errors import DataError
+from sandboxes import SandboxError, images
+
+
+def test_suite_comes_from_the_host_or_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AEM_DEBIAN_SUITE", raising=False)
+    host = images.debian_suite()
+    assert host.isalpha() and host.islower()
+    monkeypatch.setenv("AEM_DEBIAN_SUITE", "trixie")
+    assert images.debian_suite() == "trixie"
+
+
+def test_base_tag_is_stable_and_follows_its_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    first = images.base_tag()
+    assert first == images.base_tag()
+    assert first.startswith("aem-sandbox/base:")
+    monkeypatch.setenv("AEM_DEBIAN_SUITE", "some-other-release")
+    assert images.base_tag() != first
+
+
+def test_base_packages_include_the_tools_the_tasks_need() -> None:
+    packages = set(images.base_packages())
+    assert {"python3", "python3-venv", "python3-pip", "git", "patch", "python3-pytest"} <= packages
+
+
+def test_recipes_use_only_legacy_builder_syntax() -> None:
+    for name in ("Dockerfile.env", "Dockerfile.instance"):
+        text = (images.RECIPES / name).read_text()
+        assert "<<" not in text and "--mount" not in text and "syntax=" not in text
+
+
+def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("AEM_SANDBOX_CACHE", str(tmp_path))
+    assert images.cache_dir() == tmp_path
+    assert images.base_rootfs_path().parent == tmp_path / "rootfs"
+
+
+def test_rootfs_for_a_directory_is_the_directory(tmp_path: Path) -> None:
+    assert images.rootfs_for_image(str(tmp_path)) == tmp_path
+
+
+def test_unknown_image_without_engine_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sandboxes import backends
+
+    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+    with pytest.raises(SandboxError, match="no root file system for image"):
+        images.rootfs_for_image("aem-sandbox/instance:0000000000000000")
+
+
+def make_wheel(directory: Path) -> Path:
+    """A minimal pure-Python wheel, written by hand (no network, no build backend)."""
+    path = directory / "aemprobe-1.0-py3-none-any.whl"
+    files = {
+        "aemprobe/__init__.py": "ANSWER = 42\n",
+        "aemprobe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: aemprobe\nVersion: 1.0\n",
+        "aemprobe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+        "Root-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in files) + "aemprobe-1.0.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+        archive.writestr("aemprobe-1.0.dist-info/RECORD", record)
+    return path
+
+
+def test_env_layer_refuses_non_wheels(tmp_path: Path) -> None:
+    (tmp_path / "x.tar.gz").write_text("")
+    with pytest.raises(DataError, match="not a wheel file"):
+        images.ensure_env_image([tmp_path / "x.tar.gz"], base_image="unused", client=object())
+
+
+def test_instance_layer_refuses_a_missing_bundle(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="does not exist"):
+        images.ensure_instance_image(tmp_path / "none.bundle", "abc123", client=object())
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_env_and_instance_layers_install_wheels_and_check_out_the_commit(
+    base_image: str, repo_bundle: tuple[Path, str], tmp_path: Path
+) -> None:
+    from sandboxes import open_sandbox
+
+    wheel = make_wheel(tmp_path)
+    env = images.ensure_env_image([wheel], base_image=base_image, progress=None)
+    assert env.startswith("aem-sandbox/env:")
+    assert images.ensure_env_image([wheel], base_image=base_image, progress=None) == env
+    bundle, commit = repo_bundle
+    setup = ["python3 -c 'import aemprobe' && echo built > BUILD_MARK"]
+    tag = images.ensure_instance_image(
+        bundle, commit, env_image=env, setup_commands=setup, progress=None
+    )
+    other = images.ensure_instance_image(bundle, commit, env_image=env, progress=None)
+    assert tag != other  # setup commands are part of the hash
+    with open_sandbox(tag, backend="docker") as box:
+        assert box.exec("git rev-parse HEAD").output.strip() == commit
+        assert box.exec("cat BUILD_MARK").output == "built\n"
+        assert box.exec("python3 -c 'import aemprobe; print(aemprobe.ANSWER)'").output == "42\n"
+
+
+@pytest.mark.docker
+def test_a_bad_setup_command_fails_the_build_with_its_output(
+    base_image: str, repo_bundle: tuple[Path, str]
+) -> None:
+    bundle, commit = repo_bundle
+    with pytest.raises(SandboxError, match="building aem-sandbox/instance"):
+        images.ensure_instance_image(
+            bundle, commit, env_image=base_image, setup_commands=["false"], progress=None
+        )
+
+
+def test_layers_build_without_docker_as_root_file_systems(
+    bwrap_instance_image: str, base_rootfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandboxes import backends, open_sandbox
+
+    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+    root = images.rootfs_for_image(bwrap_instance_image)
+    assert (root / images.LAYER_MARK).read_text().strip() == bwrap_instance_image
+    assert (root / "testbed" / "calc.py").exists()
+    assert (root / "usr" / "bin" / "python3").samefile(base_rootfs / "usr" / "bin" / "python3")
+    env = images.ensure_env_image([make_wheel(tmp_path)], progress=None)
+    assert env.startswith("aem-sandbox/env:")
+    with open_sandbox(env, workdir="/testbed") as box:
+        assert box.backend == "bwrap"
+        assert box.exec("python3 -c 'import aemprobe; print(aemprobe.ANSWER)'").output == "42\n"

@@ -1,0 +1,90 @@
+"""The Sandbox contract, run against both backends on a small repository at /testbed."""
+
+from __future__ import annotations
+
+import pytest
+
+from sandboxes import Sandbox, SandboxError, SandboxFileError
+
+from .conftest import TEST_MODULE
+
+
+def test_exec_returns_exit_code_and_interleaved_output(box: Sandbox) -> None:
+    code, output = box.exec("echo out; echo err >&2; exit 3")
+    assert code == 3
+    assert output == "out\nerr\n"
+
+
+def test_commands_start_in_the_workdir_unless_told_otherwise(box: Sandbox) -> None:
+    assert box.exec("pwd").output == "/testbed\n"
+    assert box.exec("pwd", workdir="/tmp").output == "/tmp\n"
+    assert box.exec("true", workdir="/no/such/dir").exit_code != 0
+
+
+def test_the_repository_is_checked_out_at_the_base_commit(box: Sandbox) -> None:
+    assert box.exec("git status --porcelain").output == ""
+    assert box.read_file("test_calc.py") == TEST_MODULE
+    code, output = box.exec("python3 -m pytest -q -p no:cacheprovider test_calc.py")
+    assert code == 1 and "1 failed" in output
+
+
+def test_files_written_are_read_back_and_fix_the_bug(box: Sandbox) -> None:
+    box.write_file("calc.py", "def add(a, b):\n    return a + b\n")
+    box.write_file("/testbed/new/dir/notes.txt", "héllo\n")
+    assert box.read_file("new/dir/notes.txt") == "héllo\n"
+    assert box.exec("python3 -m pytest -q -p no:cacheprovider test_calc.py").exit_code == 0
+
+
+def test_read_file_errors_name_the_path(box: Sandbox) -> None:
+    with pytest.raises(SandboxFileError, match=r"missing\.txt"):
+        box.read_file("missing.txt")
+    with pytest.raises(SandboxFileError, match="directory"):
+        box.read_file("/testbed")
+
+
+def test_diff_has_modified_and_untracked_files_but_not_ignored_ones(box: Sandbox) -> None:
+    box.write_file("calc.py", "def add(a, b):\n    return a + b\n")
+    box.write_file("extra.py", "X = 1\n")
+    box.exec("mkdir -p __pycache__ && echo junk > __pycache__/calc.pyc")
+    patch = box.diff()
+    assert "-    return a - b\n+    return a + b\n" in patch
+    assert "diff --git a/extra.py b/extra.py\nnew file mode 100644" in patch
+    assert "__pycache__" not in patch
+    # The repository's own index is untouched: extra.py is still untracked.
+    assert box.exec("git status --porcelain").output == " M calc.py\n?? extra.py\n"
+
+
+def test_diff_applies_cleanly_to_a_pristine_checkout(box: Sandbox) -> None:
+    box.write_file("calc.py", "def add(a, b):\n    return a + b\n")
+    patch = box.diff()
+    box.exec("git stash -q -u")
+    box.write_file("/tmp/fix.patch", patch)
+    code, output = box.exec("git apply /tmp/fix.patch && python3 -m pytest -q -p no:cacheprovider")
+    assert code == 0, output
+
+
+def test_timeout_kills_the_command_and_says_so(box: Sandbox) -> None:
+    result = box.exec("echo before; sleep 30", timeout=1)
+    assert result.timed_out and result.exit_code == 137
+    assert result.output.startswith("before\n")
+    assert "time limit" in result.output
+
+
+def test_output_is_clipped_to_the_limit_with_the_size_stated(box: Sandbox) -> None:
+    result = box.exec("seq 1 100000")
+    assert result.clipped_bytes > 500_000
+    assert result.output.startswith("1\n2\n3\n") and result.output.endswith("99999\n100000\n")
+    assert f"{result.clipped_bytes:,}" in result.output
+    assert len(result.output) < box.limits.output_chars + 300
+
+
+def test_closed_sandbox_refuses_work(box: Sandbox) -> None:
+    box.close()
+    box.close()  # idempotent
+    with pytest.raises(SandboxError, match="closed"):
+        box.exec("true")
+
+
+def test_non_positive_timeout_is_rejected(box: Sandbox) -> None:
+    with pytest.raises(SandboxError, match="timeout"):
+        box.exec("true", timeout=0)

@@ -31,16 +31,26 @@ REPLY_FORMAT = (
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """What differs between environments: who the agent is and what an action looks like."""
+    """What differs between environments: who the agent is and what an action looks like.
+
+    ``example_think`` and ``example_action`` make one concrete reply in the requested format.
+    Why concrete: in our trials SmolLM2-135M never produced the tags from the instructions
+    alone and copied a placeholder example (``<action>...</action>``) literally; a
+    real-looking example is what small models imitate.
+    """
 
     system: str
     action_hint: str
+    example_think: str
+    example_action: str
 
 
 TEMPLATES: dict[str, PromptTemplate] = {
     "ALFWorld": PromptTemplate(
         system="You are an expert agent acting in a text-based household (ALFWorld).",
         action_hint="Choose one of the admissible actions, written exactly as listed.",
+        example_think="What I need may be in a cabinet; check there first.",
+        example_action="go to cabinet 1",
     ),
     "WebShop": PromptTemplate(
         system="You are an expert agent shopping on a web store (WebShop).",
@@ -48,6 +58,8 @@ TEMPLATES: dict[str, PromptTemplate] = {
             "An action is search[your query] when a search bar is shown, or "
             "click[label] for one of the listed clickables."
         ),
+        example_think="First find matching products.",
+        example_action="search[blue wool socks]",
     ),
     "SWE": PromptTemplate(
         system=(
@@ -58,13 +70,22 @@ TEMPLATES: dict[str, PromptTemplate] = {
             "An action is one command run in the repository; the observation shows its "
             "output. Finish by submitting your change as the environment describes."
         ),
+        example_think="Find where the function is defined.",
+        example_action='grep -rn "def parse" .',
     ),
 }
 
 GENERIC = PromptTemplate(
     system="You are an expert agent acting in a text environment.",
     action_hint="Choose the single next action that brings you closest to finishing the task.",
+    example_think="I should see what is around me first.",
+    example_action="look",
 )
+
+
+def format_reply(action: str, think: str) -> str:
+    """A reply in the format the prompts ask for (what :class:`ReplyParser` reads)."""
+    return f"<think>{think}</think><action>{action}</action>"
 
 
 def env_family(env_id: str) -> str:
@@ -122,7 +143,10 @@ def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
     if inp.admissible_actions is not None:
         listed = "\n".join(f"- {action}" for action in inp.admissible_actions)
         parts.append(f"Admissible actions now:\n{listed}\n\n")
-    parts.append(f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}")
+    parts.append(
+        f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}\n"
+        f"Example reply: {format_reply(template.example_action, template.example_think)}"
+    )
     return "".join(parts)
 
 

@@ -222,7 +222,7 @@ class MetricsWriter:
 
     def add(self, step: int, logs: Mapping[str, Any]) -> None:
         scalars = {k: v for k, v in logs.items() if isinstance(v, int | float)}
-        if not scalars:
+        if not scalars or "train_runtime" in scalars:  # the end-of-run summary is no step
             return
         self.rows.append({"step": step, **scalars})
         columns = list(dict.fromkeys(k for row in self.rows for k in row))
@@ -261,6 +261,10 @@ def write_plot(rows: list[dict[str, Any]], path: Path) -> Path:
             axis.plot(*zip(*points, strict=True), marker="o", markersize=3)
         else:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
+        if title == "success rate":
+            axis.set_ylim(-0.02, 1.02)
+        else:
+            axis.ticklabel_format(axis="y", useOffset=False)
         axis.set_title(title)
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)

@@ -15,7 +15,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="build the base image (and optional layers) now instead of on first use",
         description="Build aem-sandbox images offline: the debootstrap base (needs root and "
         "the Debian mirror), then optionally an environment layer from local wheels and an "
-        "instance layer from a git bundle. Images already built are reused.",
+        "instance layer from a git bundle. Images already built are reused. Without a Docker "
+        "engine the same tags are built as root file systems for the bubblewrap backend.",
     )
     build.add_argument(
         "--wheel",
@@ -47,6 +48,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     gc.add_argument(
         "--all", action="store_true", help="remove every sandbox container, live owners too"
     )
+    gc.add_argument(
+        "--layers",
+        action="store_true",
+        help="also remove the cached env/instance root file systems of the bubblewrap backend "
+        "(they rebuild offline on next use; Docker's layer images: docker rmi $(docker images "
+        "-q --filter label=aem.sandbox.kind=instance))",
+    )
     gc.set_defaults(func=run_gc)
 
     ls = commands.add_parser("ls", help="list aem-sandbox images and sandbox containers")
@@ -62,7 +70,7 @@ def run_build(args: argparse.Namespace) -> int:
     if args.rootfs_only:
         print(images.ensure_base_rootfs())
         return 0
-    tag = images.ensure_base_image()
+    tag = images.ensure_base()  # a Docker image, or a root file system where no engine runs
     print(tag)
     if args.wheel:
         tag = images.ensure_env_image(args.wheel, base_image=tag)
@@ -77,21 +85,27 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_gc(args: argparse.Namespace) -> int:
+    from sandboxes.backends import docker_unavailable_reason
     from sandboxes.bwrap_sandbox import gc_scratch
-    from sandboxes.reaper import gc
+    from sandboxes.docker_sandbox import docker_client
+    from sandboxes.reaper import gc, prune_layers
 
     for path in gc_scratch():
         print(f"removed bubblewrap scratch {path}")
-    from sandboxes.backends import docker_unavailable_reason
-
     reason = docker_unavailable_reason()
-    if reason is not None:
+    client = None if reason is not None else docker_client()
+    if client is None:
         print(f"no containers to check: {reason}")
-        return 0
-    removed = gc(everything=args.all)
-    for item in removed:
-        print(f"removed {item.container_id[:12]} ({item.image}): {item.reason}")
-    print(f"{len(removed)} container(s) removed")
+    else:
+        removed = gc(client=client, everything=args.all)
+        for item in removed:
+            print(f"removed {item.container_id[:12]} ({item.image}): {item.reason}")
+        print(f"{len(removed)} container(s) removed")
+    if args.layers:
+        layers = prune_layers()
+        for path in layers:
+            print(f"removed layer {path}")
+        print(f"{len(layers)} layer root file system(s) removed")
     return 0
 
 

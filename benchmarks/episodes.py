@@ -6,7 +6,7 @@ Env steps of a turn run in threads (engines, browsers and containers spend their
 outside the GIL).
 
 Every finished episode is written as one JSON Lines file, atomically, at a path derived
-from its key (suite/env/policy/task/seed): line 1 ``kind="episode"`` (what was played),
+from its key (suite/env/split/policy/task/seed): line 1 ``kind="episode"`` (what was played),
 one ``kind="step"`` line per turn (the policy's raw reply, the parsed action, the
 observation, reward, validity, tokens), then ``kind="end"`` holding the episode's record.
 The file is the only state a run keeps, which is what makes a killed run resumable: an
@@ -64,12 +64,15 @@ class EpisodeJob:
 
     @property
     def key(self) -> str:
-        return f"{self.suite}/{self.env_id}/{self.policy}/{self.task_id}/{self.seed}"
+        """suite/env/split/policy/task/seed: splits may reuse task ids (ALFWorld's do)."""
+        return f"{self.suite}/{self.env_id}/{self.split}/{self.policy}/{self.task_id}/{self.seed}"
 
     def path(self, run_dir: Path) -> Path:
         """Where this episode's trajectory lives inside ``run_dir``."""
-        name = f"{slug(self.task_id)}__seed{self.seed}.jsonl"
-        return run_dir / EPISODES_DIR / slug(self.policy) / slug(self.env_id) / name
+        folder = (
+            run_dir / EPISODES_DIR / slug(self.policy) / slug(self.env_id) / slug(str(self.split))
+        )
+        return folder / f"{slug(self.task_id)}__seed{self.seed}.jsonl"
 
     def reset_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"task_id": self.task_id}
@@ -156,8 +159,6 @@ class _Live:
             self.observation, self.info = self.env.reset(
                 seed=self.job.seed, options=self.job.reset_options()
             )
-        except AEMError:
-            raise
         except Exception as exc:
             self.error = f"reset failed: {type(exc).__name__}: {exc}"
             return
@@ -193,8 +194,6 @@ class _Live:
         tic = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = self.env.step(output.reply)
-        except AEMError:
-            raise
         except Exception as exc:
             self.error = f"step failed: {type(exc).__name__}: {exc}"
             return
@@ -267,8 +266,9 @@ def drive(
     """Play ``jobs`` with up to ``concurrency`` episodes in flight, one policy batch per turn.
 
     A slot freed by a finished episode is refilled at once, so the batch stays full.
-    Errors of one episode (an engine crash) are recorded in that episode; an
-    :class:`AEMError` (bad configuration, missing data) stops the run.
+    An exception from an env (an engine crash, an image that fails to build) is recorded
+    in that episode, which a resumed run plays again; the other episodes go on. A policy
+    that fails stops the run: every later episode would fail the same way.
     """
     pending: Iterator[EpisodeJob] = iter(jobs)
     live: list[_Live] = []

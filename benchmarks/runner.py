@@ -234,8 +234,7 @@ class Progress:
     """A progress bar (tqdm) with ETA and the running success rate; silent when disabled."""
 
     def __init__(self, total: int, *, initial: int, enabled: bool) -> None:
-        self.wins = 0
-        self.count = 0
+        self.wins = self.count = self.failed = 0
         self._bar = None
         if enabled:
             tqdm = require("bench", "tqdm", feature="the progress bar of `aem bench`").tqdm
@@ -245,15 +244,21 @@ class Progress:
 
     def describe(self, policy: str) -> None:
         """Start the running success rate afresh for the next policy."""
-        self.wins = self.count = 0
+        self.wins = self.count = self.failed = 0
         if self._bar is not None:
             self._bar.set_description(policy)
 
     def update(self, record: dict[str, Any]) -> None:
-        self.count += 1
-        self.wins += bool(record["won"])
+        """Count a finished episode; failed ones (env errors) are shown apart, not as losses."""
+        if record["error"] is not None:
+            self.failed += 1
+        else:
+            self.count += 1
+            self.wins += bool(record["won"])
         if self._bar is not None:
-            self._bar.set_postfix_str(f"success {100 * self.wins / self.count:.0f}%")
+            rate = f"success {100 * self.wins / self.count:.0f}%" if self.count else ""
+            failed = f" failed {self.failed}" if self.failed else ""
+            self._bar.set_postfix_str(rate + failed)
             self._bar.update(1)
 
     def close(self) -> None:

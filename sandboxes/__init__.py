@@ -18,6 +18,7 @@ from .backends import open_sandbox, resolve_backend
 from .base import ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
 from .images import (
     base_tag,
+    ensure_base,
     ensure_base_image,
     ensure_base_rootfs,
     ensure_env_image,
@@ -33,6 +34,7 @@ __all__ = [
     "SandboxError",
     "SandboxFileError",
     "base_tag",
+    "ensure_base",
     "ensure_base_image",
     "ensure_base_rootfs",
     "ensure_env_image",

@@ -86,6 +86,12 @@ class BwrapSandbox(Sandbox):
             and not (self.rootfs / "usr" / "bin" / "bash").exists()
         ):
             raise SandboxError(f"{self.rootfs} is not a root file system (no bash in it)")
+        for inside in self._writable():
+            if inside == "/" or not (self.rootfs / inside.lstrip("/")).is_dir():
+                raise SandboxError(
+                    f"the bubblewrap backend needs the directory {inside} in {self.rootfs} "
+                    "(the workdir must be a directory of the image other than /)"
+                )
         self._as_nobody = os.geteuid() == 0
         self._scratch = self._make_scratch()
 

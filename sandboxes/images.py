@@ -289,7 +289,7 @@ def ensure_env_image(
     for path in files:
         if not path.is_file() or path.suffix != ".whl":
             raise DataError(f"{path} is not a wheel file; pass paths of local .whl files")
-    base = base_image or _ensure_base(client, progress)
+    base = base_image or ensure_base(client, progress)
     if not files and not requirements:
         return base
     dockerfile = (RECIPES / "Dockerfile.env").read_text()
@@ -336,7 +336,7 @@ def ensure_instance_image(
         raise DataError(f"git bundle {bundle_path} does not exist; create one with `git bundle`")
     if not commit or any(ch.isspace() for ch in commit):
         raise DataError(f"base commit {commit!r} is not a commit id")
-    parent = env_image or _ensure_base(client, progress)
+    parent = env_image or ensure_base(client, progress)
     dockerfile = (RECIPES / "Dockerfile.instance").read_text()
     checkout = (RECIPES / "checkout.sh").read_text()
     setup = "".join(f"{command}\n" for command in setup_commands)
@@ -356,7 +356,11 @@ def ensure_instance_image(
     return tag
 
 
-def _ensure_base(client: Any, progress: Progress | None) -> str:
+def ensure_base(client: Any = None, progress: Progress | None = stderr_progress) -> str:
+    """The base tag, built as a Docker image when an engine answers, else as a root file system.
+
+    Either way the tag then runs under the available backend.
+    """
     if _use_docker(client):
         return ensure_base_image(client=client, progress=progress)
     ensure_base_rootfs(progress)

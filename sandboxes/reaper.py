@@ -1,4 +1,4 @@
-"""The reaper: removes sandbox containers whose owner process is gone.
+"""The reaper: removes sandbox containers whose owner process is gone, and cached layers.
 
 Run by ``aem sandbox gc`` and, at most once a minute per process, whenever a Docker sandbox
 opens — so a crashed run's containers disappear at the next run even if nobody calls gc.
@@ -8,9 +8,11 @@ are left alone unless ``everything`` is asked for.
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .owner import LABEL_MARK, Owner, is_alive
@@ -80,3 +82,23 @@ def gc_opportunistically(client: Any) -> None:
         gc(client=client)
     except Exception:  # cleanup of others' leftovers must not break an open
         return
+
+
+def prune_layers() -> list[Path]:
+    """Remove the cached env/instance root file systems of the bubblewrap backend.
+
+    The base root file system stays: rebuilding it needs the Debian mirror, while layers
+    rebuild offline in seconds on next use. Run it when no bubblewrap sandbox is open.
+    Docker's layer images are left to Docker:
+    ``docker rmi $(docker images -q --filter label=aem.sandbox.kind=instance)``.
+    """
+    from .images import LAYER_MARK, cache_dir
+
+    removed: list[Path] = []
+    rootfs = cache_dir() / "rootfs"
+    if rootfs.is_dir():
+        for entry in sorted(rootfs.iterdir()):
+            if (entry / LAYER_MARK).exists() or (entry / ".aem-image-id").exists():
+                shutil.rmtree(entry)
+                removed.append(entry)
+    return removed

@@ -8,7 +8,7 @@ from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_agent.policies.hf import HFPolicy
 from aem_agent.policies.loader import SPEC_FORMS, load_policy
 from aem_agent.policies.openai_compat import EndpointError, OpenAIPolicy
-from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy, format_reply
+from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy
 
 __all__ = [
     "SPEC_FORMS",
@@ -20,6 +20,5 @@ __all__ = [
     "PolicyInput",
     "PolicyOutput",
     "RandomPolicy",
-    "format_reply",
     "load_policy",
 ]

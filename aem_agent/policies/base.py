@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 import gymnasium as gym
 
@@ -53,7 +53,7 @@ class Policy(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook; most policies hold nothing
         """Release what the policy holds (a model, a connection pool)."""
 
-    def __enter__(self) -> Policy:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info: object) -> None:

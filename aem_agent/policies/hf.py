@@ -30,6 +30,9 @@ class HFPolicy(Policy):
     decodes greedily. With a ``seed``, call ``k`` of :meth:`act` samples under seed
     ``seed + k`` inside a forked RNG, so runs repeat without disturbing the caller's RNG.
     ``num_threads`` sets torch's CPU threads; left ``None`` the process setting stands.
+    ``reply_prefix`` pre-fills the start of every reply (e.g. ``"<think>"``, which gets very
+    small models into the reply format): its tokens end the prompt ids, and ``reply`` is the
+    prefix plus the decoded completion.
     """
 
     name = "hf"
@@ -48,6 +51,7 @@ class HFPolicy(Policy):
         num_threads: int | None = None,
         history_window: int = 5,
         system_prompt: str | None = None,
+        reply_prefix: str = "",
     ) -> None:
         torch = require("agent", "torch", feature="local model policies")
         transformers = require("agent", "transformers", feature="local model policies")
@@ -65,6 +69,8 @@ class HFPolicy(Policy):
             )
         if dtype is None:
             dtype = "float32" if device == "cpu" else "bfloat16"
+        if not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValueError(f"dtype {dtype!r} is not a torch dtype; use float32 or bfloat16")
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             path, dtype=getattr(torch, dtype)
@@ -80,6 +86,7 @@ class HFPolicy(Policy):
             batch_size=batch_size,
             history_window=history_window,
             system_prompt=system_prompt,
+            reply_prefix=reply_prefix,
         )
 
     @classmethod
@@ -107,6 +114,7 @@ class HFPolicy(Policy):
         batch_size: int | None = None,
         history_window: int = 5,
         system_prompt: str | None = None,
+        reply_prefix: str = "",
     ) -> None:
         if not tokenizer.chat_template:
             raise DataError(
@@ -122,6 +130,7 @@ class HFPolicy(Policy):
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         self.seed, self.batch_size = seed, batch_size
         self.history_window, self.system_prompt = history_window, system_prompt
+        self.reply_prefix = reply_prefix
         self.eos_ids = _eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else self.eos_ids[0]
@@ -129,14 +138,15 @@ class HFPolicy(Policy):
 
     # ------------------------------------------------------------------ the policy
     def prompt_ids(self, inp: PolicyInput) -> list[int]:
-        """Token ids of the chat prompt for ``inp``, ending with the assistant turn's header."""
+        """Token ids of the chat prompt for ``inp``, through the reply header and prefix."""
         messages = build_messages(
             inp, history_window=self.history_window, system_prompt=self.system_prompt
         )
         text = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, tokenize=False
         )
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        encoded = self.tokenizer(text + self.reply_prefix, add_special_tokens=False)
+        return list(encoded["input_ids"])
 
     def act(self, inputs: Sequence[PolicyInput]) -> list[PolicyOutput]:
         prompts = [self.prompt_ids(inp) for inp in inputs]
@@ -147,7 +157,8 @@ class HFPolicy(Policy):
         self._calls += 1
         return [
             PolicyOutput(
-                reply=self.tokenizer.decode(completion, skip_special_tokens=True),
+                reply=self.reply_prefix
+                + self.tokenizer.decode(completion, skip_special_tokens=True),
                 prompt_tokens=len(prompt),
                 completion_tokens=len(completion),
                 extra={

@@ -19,6 +19,9 @@ SPEC_FORMS = (
     "openai:<model>@<base url>",
 )
 
+#: What ``smollm2`` replies start with unless ``reply_prefix`` is given.
+SMOLLM2_REPLY_PREFIX = "<think>"
+
 _OPENAI = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$")
 
 
@@ -35,7 +38,8 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
     if spec == "random":
         return RandomPolicy(**kwargs)
     if spec == "smollm2":
-        return HFPolicy(None, **kwargs)
+        # The 135M model rarely opens the reply format by itself; starting it does the rest.
+        return HFPolicy(None, **{"reply_prefix": SMOLLM2_REPLY_PREFIX, **kwargs})
     if spec.startswith("hf:") and spec[3:]:
         return HFPolicy(spec[3:], **kwargs)
     match = _OPENAI.match(spec)

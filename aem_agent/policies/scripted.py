@@ -12,13 +12,11 @@ from collections.abc import Sequence
 import gymnasium as gym
 
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
+from aem_agent.prompts import format_reply
 from aem_envs import policies as env_policies
 from aem_envs.core.errors import AEMError
 
-
-def format_reply(action: str, think: str) -> str:
-    """A reply in the format the prompts ask models for."""
-    return f"<think>{think}</think><action>{action}</action>"
+__all__ = ["ExpertPolicy", "RandomPolicy", "format_reply"]
 
 
 def _env_of(inp: PolicyInput, policy: str) -> gym.Env:

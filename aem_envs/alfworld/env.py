@@ -46,6 +46,7 @@ class ALFWorldEnv(TextEnv):
     ``"alfworld"``), ``data_dir`` (real data root; implies ``source="alfworld"``), plus the
     common ``reward_scheme``, ``max_steps`` and ``render_mode``. ``info`` carries the
     admissible commands; ``score`` is 1.0 once won. Reset options: ``task_id``, ``split``.
+    A real game whose PDDL the native engine does not model runs on the upstream engine.
     """
 
     splits: ClassVar[tuple[str, ...]] = SPLITS

@@ -41,6 +41,7 @@ from aem_envs.alfworld.pddl import (
     game_dict,
     mangle,
     problem_text,
+    wheel_module,
 )
 from aem_envs.alfworld.upstream import UpstreamEngine
 from aem_envs.core.io import atomic_write_bytes, atomic_write_json
@@ -78,6 +79,7 @@ class FloorPlan:
 
 
 def _layouts() -> Any:
+    wheel_module("alfworld")
     return importlib.resources.files("alfworld") / "gen" / "layouts"
 
 
@@ -182,9 +184,7 @@ def choose_goal(
 
 def instruction_and_goal_pddl(rng: random.Random, goal: Goal) -> tuple[str, str]:
     """The instruction (a goal-library template) and the PDDL goal, both from the wheel."""
-    from alfworld.gen import goal_library
-
-    entry = goal_library.gdict[goal.task_type]
+    entry = wheel_module("alfworld.gen.goal_library").gdict[goal.task_type]
     fields = {"obj": goal.obj, "recep": goal.recep, "toggle": goal.toggle}
     instruction = rng.choice(entry["templates"]).format(**{k: v.lower() for k, v in fields.items()})
     return instruction, mangle(entry["pddl"].format(**fields))
@@ -192,9 +192,7 @@ def instruction_and_goal_pddl(rng: random.Random, goal: Goal) -> tuple[str, str]
 
 def floor_plans_for(task_type: str, split: str) -> list[int]:
     """Floor plans valid for ``task_type`` (ALFRED's GOALS_VALID) on the split's side."""
-    from alfworld.gen import constants
-
-    rooms = constants.GOALS_VALID[task_type]
+    rooms = wheel_module("alfworld.gen.constants").GOALS_VALID[task_type]
     numbers = [n for room in sorted(rooms) for n in ROOM_TYPES[room]]
     unseen = split == "valid_unseen"
     return [n for n in numbers if (n in UNSEEN_FLOOR_PLANS) == unseen]
@@ -204,20 +202,16 @@ class GenerationError(RuntimeError):
     """The native and upstream engines disagreed, or no valid game could be built."""
 
 
-def generate_game(
-    seed: int, split: str, task_type: str, index: int, *, engine: UpstreamEngine, vocab: Vocabulary
-) -> dict[str, Any]:
-    """Build, plan and verify one game; deterministic in (seed, split, task_type, index)."""
+def build_game(seed: int, split: str, task_type: str, index: int, vocab: Vocabulary) -> dict:
+    """Build one game and its expert plan (no engine); deterministic in its arguments."""
     for attempt in range(50):
         rng = random.Random(f"{seed}:{split}:{task_type}:{index}:{attempt}")
         number = rng.choice(floor_plans_for(task_type, split))
-        plan_ = load_floor_plan(number, vocab)
-        receptacles, items, agent = build_room(rng, plan_, vocab)
+        receptacles, items, agent = build_room(rng, load_floor_plan(number, vocab), vocab)
         goal = choose_goal(rng, task_type, receptacles, items, vocab)
         if goal is None:
             continue
         instruction, goal_pddl = instruction_and_goal_pddl(rng, goal)
-        game_id = f"{task_type}/{index:03d}"
         name = f"aem_{split}_{task_type}_{index:03d}"
         problem = problem_text(name, vocab, receptacles, items, agent, goal_pddl)
         native = NativeGame(problem, goal, instruction)
@@ -226,9 +220,8 @@ def generate_game(
             steps = expert.plan(native)
         except LookupError:
             continue
-        verify(problem, goal, instruction, steps, engine)
         return {
-            "id": game_id,
+            "id": f"{task_type}/{index:03d}",
             "task_type": task_type,
             "floor_plan": number,
             "goal": {"obj": goal.obj, "recep": goal.recep, "toggle": goal.toggle},
@@ -237,6 +230,16 @@ def generate_game(
             "plan": steps,
         }
     raise GenerationError(f"no valid {task_type} game for {split} #{index} in 50 attempts")
+
+
+def generate_game(
+    seed: int, split: str, task_type: str, index: int, *, engine: UpstreamEngine, vocab: Vocabulary
+) -> dict[str, Any]:
+    """:func:`build_game`, kept only if :func:`verify` passes on the upstream engine."""
+    game = build_game(seed, split, task_type, index, vocab)
+    goal = Goal(task_type, **game["goal"])
+    verify(game["problem"], goal, game["instruction"], game["plan"], engine)
+    return game
 
 
 def verify(problem: str, goal: Goal, instruction: str, steps: list[str], engine: UpstreamEngine):
@@ -283,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--out", type=Path, default=DATA_DIR)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
+    parser.add_argument("--splits", nargs="*", choices=SPLITS, default=list(SPLITS))
     for split, count in DEFAULT_COUNTS.items():
         parser.add_argument(f"--{split.replace('_', '-')}", type=int, default=count, dest=split)
     args = parser.parse_args(argv)
-    index: dict[str, dict[str, int]] = {}
     with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for split in SPLITS:
+        for split in args.splits:
             start = time.monotonic()
             count = getattr(args, split)
             jobs = [(args.seed, split, t, i) for t in TASK_TYPES for i in range(count)]
@@ -299,10 +302,25 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     games.append(result)
             write_split(games, split_file(split, args.out))
-            index[split] = {t: sum(g["task_type"] == t for g in games) for t in TASK_TYPES}
             print(f"{split}: {len(games)} games in {time.monotonic() - start:.0f}s", flush=True)
-    atomic_write_json(args.out / INDEX_FILE.name, {"seed": args.seed, "splits": index})
+    write_index(args.out, args.seed)
     return 0
+
+
+def write_index(out: Path, seed: int) -> None:
+    """Count the games of every split file in ``out`` into its index (what ``aem envs`` shows).
+
+    Counted from the files rather than from this run so that splits generated by separate
+    runs (``--splits``) end up in one index.
+    """
+    index = {}
+    for split in SPLITS:
+        path = split_file(split, out)
+        if path.exists():
+            with gzip.open(path, "rt") as fh:
+                types = [json.loads(line)["task_type"] for line in fh]
+            index[split] = {t: types.count(t) for t in TASK_TYPES}
+    atomic_write_json(out / INDEX_FILE.name, {"seed": seed, "splits": index})
 
 
 if __name__ == "__main__":

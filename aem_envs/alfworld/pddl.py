@@ -15,6 +15,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from types import ModuleType
+
+from aem_envs.core.errors import require
 
 #: ALFWorld's six task types, in ALFWorld's numbering order (1..6).
 TASK_TYPES = (
@@ -108,8 +111,7 @@ class Vocabulary:
 
     @classmethod
     def from_wheel(cls) -> Vocabulary:
-        from alfworld.gen import constants
-
+        constants = wheel_module("alfworld.gen.constants")
         movable = frozenset(constants.MOVABLE_RECEPTACLES)
         receptacle_types = frozenset(constants.RECEPTACLES - movable)
         return cls(
@@ -200,10 +202,13 @@ def grammar_text() -> str:
     return _wheel_data("alfred.twl2")
 
 
-def _wheel_data(name: str) -> str:
-    from aem_envs.core.errors import require
+def wheel_module(module: str) -> ModuleType:
+    """A module of the ``alfworld`` wheel, or one line saying which extra installs it."""
+    return require("alfworld", module, feature="building ALFWorld games from the wheel")
 
-    require("alfworld", "alfworld", feature="aem/ALFWorld-v0")
+
+def _wheel_data(name: str) -> str:
+    wheel_module("alfworld")
     return (importlib.resources.files("alfworld") / "data" / name).read_text()
 
 

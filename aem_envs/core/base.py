@@ -84,7 +84,8 @@ class TextEnv(gym.Env[str, str]):
 
     def __new__(cls, *args: Any, **kwargs: Any) -> TextEnv:
         self = super().__new__(cls)
-        self._init_args = (args, copy.deepcopy(kwargs))
+        # Shallow on purpose: arguments may be large shared objects (a 100k-product catalog).
+        self._init_args = (args, dict(kwargs))
         return self
 
     def __init__(

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 
 from aem_envs.core.base import Outcome, Task, TextEnv
 from aem_envs.core.errors import AEMError
+from aem_envs.core.rewards import RewardScheme
 from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
 from aem_envs.swe.grading import DEFAULT_EVAL_TIMEOUT, Grade, evaluate
 from aem_envs.swe.instances import (
@@ -38,6 +39,7 @@ from aem_envs.swe.instances import (
     read_bundled_rows,
     summary,
 )
+from sandboxes.backends import BACKENDS
 
 WORKDIR = "/testbed"
 GOLD_PATCH_FILE = ".aem_gold.patch"
@@ -91,11 +93,17 @@ class SWEEnv(TextEnv):
         command_timeout: float = 60.0,
         eval_timeout: float = DEFAULT_EVAL_TIMEOUT,
         output_chars: int = 10_000,
-        reward_scheme: Any = None,
+        reward_scheme: RewardScheme | dict[str, Any] | str | None = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} is unknown; choose one of {list(BACKENDS)}")
+        if min(command_timeout, eval_timeout) <= 0 or output_chars < 100:
+            raise ValueError(
+                "command_timeout and eval_timeout must be positive and output_chars at least 100"
+            )
         self.dataset = dataset
         self.bundles_dir = bundles_dir
         self.backend = backend
@@ -146,9 +154,12 @@ class SWEEnv(TextEnv):
             def build(bundle: Path, commit: str) -> str:
                 return ensure_instance_image(bundle, commit, client=client)
 
-            self._images[instance.instance_id] = ensure_image(
-                instance, image_exists=exists, build=build
-            )
+            try:
+                self._images[instance.instance_id] = ensure_image(
+                    instance, image_exists=exists, build=build
+                )
+            finally:
+                client.close()
         return self._images[instance.instance_id]
 
     # ------------------------------------------------------------------ episode

@@ -4,8 +4,10 @@ The steps mirror ``swebench.harness.run_evaluation.run_instance``: a fresh conta
 pristine instance image, the model patch applied with swebench's own chain of ``git apply``
 attempts falling back to ``patch``, the instance's eval script (which applies the test patch
 and runs the tests) from ``make_test_spec``, then ``get_eval_report`` with the instance's log
-parser. What differs is only the container's life: it is removed with a kill, not stopped
-with swebench's 15 s grace period, and nothing is written under ``logs/``.
+parser. What differs is the plumbing: the in-container steps run as one script in one
+``exec`` instead of one engine round trip each, the container is removed with a kill instead
+of swebench's ``docker stop`` with a 15 s grace period, and nothing is written under
+``logs/``.
 
 swebench is imported lazily: importing ``swebench.harness`` takes seconds and pulls in
 ``datasets``; constructing an environment must not pay for it.
@@ -13,6 +15,7 @@ swebench is imported lazily: importing ``swebench.harness`` takes seconds and pu
 
 from __future__ import annotations
 
+import base64
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -27,6 +30,10 @@ from aem_envs.swe.instances import SWEInstance
 #: which the Docker backend mounts as a tmpfs that ``put_archive`` cannot write into.
 PATCH_PATH = "/var/tmp/aem-patch.diff"
 EVAL_PATH = "/var/tmp/aem-eval.sh"
+RUNNER_PATH = "/var/tmp/aem-evaluate.sh"
+#: Scripts up to this size travel inside the exec call itself (one argument of ``bash -c``,
+#: well under Linux's 128 KiB per-argument limit), saving the upload's round trips.
+INLINE_SCRIPT_CHARS = 96 * 1024
 #: Characters of evaluation log kept; the test summary must never be clipped away.
 LOG_CHARS = 8_000_000
 DEFAULT_EVAL_TIMEOUT = 600.0
@@ -98,38 +105,55 @@ def score_of(report: dict[str, Any], constants: ModuleType) -> float:
     return len(f2p["success"]) / total if total else 0.0
 
 
-def run_evaluation(sandbox: Any, test_spec: Any, patch: str, timeout: float) -> str:
-    """Apply ``patch`` and run the eval script in ``sandbox``; return the log swebench reads.
+def evaluation_script(test_spec: Any, patch: str) -> str:
+    """One bash script doing all of ``run_instance``'s work inside the container.
 
-    The log has the markers ``run_instance`` writes into its own logs (``>>>>> Applied
-    Patch``, ``>>>>> Patch Apply Failed``, ``>>>>> Tests Timed Out``), so
-    ``get_logs_eval`` draws the same conclusions from it. An empty patch is not applied
-    (``git apply`` rejects empty input) and the tests run on the pristine tree.
+    It writes the model patch and the eval script (base64, so no content can end a heredoc),
+    tries swebench's ``GIT_APPLY_CMDS`` in order — restoring a pristine tree between
+    attempts, as ``run_instance`` does — then checks whether the patch is already applied,
+    and runs the eval script. It prints the markers ``run_instance`` writes into its logs
+    (``>>>>> Applied Patch``, ``>>>>> Patch Apply Failed``), so ``get_logs_eval`` draws the
+    same conclusions. Why one script: every round trip to the engine costs a ``docker exec``;
+    one upload and one exec keep an evaluation near a second. An empty patch is not applied
+    (``git apply`` rejects empty input); the tests then run on the pristine tree.
     """
     _, _, constants, run_eval = swebench_modules()
-    parts: list[str] = []
+
+    def upload(path: str, text: str) -> list[str]:
+        encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
+        return [f"base64 -d > {path} <<'EOF_AEM_BASE64'", encoded, "EOF_AEM_BASE64"]
+
+    lines = ["#!/bin/bash", *upload(EVAL_PATH, test_spec.eval_script)]
     if patch.strip():
-        sandbox.write_file(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
-        applied, output = False, ""
+        lines += upload(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+        lines.append("applied=0")
         for attempt, command in enumerate(run_eval.GIT_APPLY_CMDS):
-            if attempt:
-                sandbox.exec("git checkout -- . ; git clean -fdq", 60)
-            code, output = sandbox.exec(f"{command} {PATCH_PATH}", 60)
-            if code == 0:
-                applied = True
-                break
-        if not applied:
-            code, _ = sandbox.exec(f"git apply --check --reverse {PATCH_PATH}", 60)
-            applied = code == 0
-        if not applied:
-            return f"{constants.APPLY_PATCH_FAIL}:\n{output}\n"
-        parts.append(f"{constants.APPLY_PATCH_PASS}:\n{output}\n")
-    sandbox.write_file(EVAL_PATH, test_spec.eval_script)
-    result = sandbox.exec(f"/bin/bash {EVAL_PATH}", timeout)
-    parts.append(result.output)
+            reset = "git checkout -- . ; git clean -fdq; " if attempt else ""
+            lines.append(
+                f"if [ $applied = 0 ]; then {reset}if {command} {PATCH_PATH}; then applied=1; "
+                f'echo "{constants.APPLY_PATCH_PASS}"; fi; fi'
+            )
+        lines += [
+            f"if [ $applied = 0 ] && git apply --check --reverse {PATCH_PATH}; then applied=1; "
+            f'echo "{constants.APPLY_PATCH_PASS}: verified already applied"; fi',
+            f'if [ $applied = 0 ]; then echo "{constants.APPLY_PATCH_FAIL}"; exit 1; fi',
+        ]
+    lines.append(f"exec /bin/bash {EVAL_PATH}")
+    return "\n".join(lines) + "\n"
+
+
+def run_evaluation(sandbox: Any, test_spec: Any, patch: str, timeout: float) -> str:
+    """Apply ``patch`` and run the eval script in ``sandbox``; return the log swebench reads."""
+    _, _, constants, _ = swebench_modules()
+    script = evaluation_script(test_spec, patch)
+    if len(script) <= INLINE_SCRIPT_CHARS:
+        result = sandbox.exec(script, timeout)
+    else:
+        sandbox.write_file(RUNNER_PATH, script)
+        result = sandbox.exec(f"/bin/bash {RUNNER_PATH}", timeout)
     if result.timed_out:
-        parts.append(f"\n{constants.TESTS_TIMEOUT}: {timeout:g} seconds exceeded\n")
-    return "".join(parts)
+        return f"{result.output}\n{constants.TESTS_TIMEOUT}: {timeout:g} seconds exceeded\n"
+    return result.output
 
 
 def evaluate(

@@ -26,8 +26,8 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
@@ -71,7 +71,8 @@ class OriginalRecords:
     catalog and writing-then-loading it run the same parsing code and give equal catalogs.
     """
 
-    products: list[dict[str, Any]]
+    #: Product records in file order; read from a file, each is decoded when iterated.
+    products: Iterable[dict[str, Any]]
     attributes: dict[str, dict[str, Any]]
     human_instructions: dict[str, list[dict[str, Any]]]
     reviews: list[dict[str, Any]]
@@ -97,7 +98,7 @@ class OriginalRecords:
     def encoded(self) -> dict[str, bytes]:
         """File stem → the bytes :func:`write_original` writes (before compression)."""
         return {
-            PRODUCTS_STEM: encode_json(self.products),
+            PRODUCTS_STEM: encode_json(list(self.products)),
             ATTRIBUTES_STEM: encode_json(self.attributes),
             HUMAN_FILE: encode_json(self.human_instructions),
             REVIEWS_FILE: encode_json(self.reviews),
@@ -144,18 +145,78 @@ def _pick(directory: Path, stem: str) -> Path | None:
     )
 
 
-def _read_json(path: Path) -> tuple[Any, str]:
-    """A file's parsed content and the digest of its (decompressed) bytes.
+def _read_text(path: Path) -> tuple[str, str]:
+    """A file's (decompressed) text and the digest of its bytes.
 
-    Why not return the bytes: a large catalog's file is hundreds of MB, freed here at once.
+    Why not keep the bytes: a large catalog's file is hundreds of MB, freed here at once.
     """
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return json.loads(raw), _file_digest(raw)
+        return raw.decode("utf-8"), _file_digest(raw)
     except (OSError, EOFError, gzip.BadGzipFile) as exc:
         raise DataError(f"{path}: cannot read the file ({exc})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc}); re-download or regenerate it") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc}); re-download or regenerate it") from exc
+
+
+def _invalid_json(file: str, exc: Exception) -> DataError:
+    return DataError(f"{file}: not valid JSON ({exc}); re-download or regenerate it")
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
+    """A file's parsed content and the digest of its bytes."""
+    text, digest = _read_text(path)
+    try:
+        return json.loads(text), digest
+    except json.JSONDecodeError as exc:
+        raise _invalid_json(str(path), exc) from exc
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, at: int) -> int:
+    match = _JSON_SPACE.match(text, at)
+    return match.end() if match else at
+
+
+class JsonArrayText:
+    """The elements of a JSON array, decoded one at a time each time it is iterated.
+
+    Why: decoding a products file whole holds every record's dict at once — for 100k
+    products about twice the memory of the finished catalog, left fragmented afterwards.
+    Decoding element by element keeps one record alive at a time.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        self._text = text
+        self._file = file
+
+    def __iter__(self) -> Iterator[Any]:
+        text, file = self._text, self._file
+        decoder = json.JSONDecoder()
+        at = _skip_space(text, 0)
+        if not text.startswith("[", at):
+            raise DataError(
+                f"{file}: field 'top level' should be a list of products; "
+                "the file is not in the WebShop format"
+            )
+        at = _skip_space(text, at + 1)
+        if text.startswith("]", at):
+            return
+        while True:
+            try:
+                element, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError as exc:
+                raise _invalid_json(file, exc) from exc
+            yield element
+            at = _skip_space(text, at)
+            if text.startswith(",", at):
+                at = _skip_space(text, at + 1)
+            elif text.startswith("]", at) and not text[at + 1 :].strip():
+                return
+            else:
+                raise _invalid_json(file, ValueError(f"expected ',' or ']' at character {at}"))
 
 
 def read_original(directory: str | Path) -> OriginalRecords:
@@ -174,9 +235,9 @@ def read_original(directory: str | Path) -> OriginalRecords:
             "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
         )
     files = {"products": str(products_path), "attributes": str(attributes_path)}
-    products, products_digest = _read_json(products_path)
+    products_text, products_digest = _read_text(products_path)
+    products = JsonArrayText(products_text, files["products"])
     attributes, attributes_digest = _read_json(attributes_path)
-    _expect(products, list, files["products"], "top level", "a list of products")
     _expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
     human: dict[str, list[dict[str, Any]]] = {}
     human_digest = _file_digest(encode_json(human))
@@ -315,7 +376,9 @@ def _reviews_by_asin(
     return out
 
 
-def parse_products(records: OriginalRecords, rng: random.Random) -> list[Product]:
+def parse_products(
+    records: OriginalRecords, rng: random.Random, limit: int | None = None
+) -> list[Product]:
     """Products as the original engine derives them, in file order, duplicates dropped.
 
     Why the shape of this loop: it runs once per product (1.18M in the original data), so
@@ -327,7 +390,7 @@ def parse_products(records: OriginalRecords, rng: random.Random) -> list[Product
     reviews = _reviews_by_asin(records.reviews, records.files.get("reviews", "reviews.json"))
     products: list[Product] = []
     seen: set[str] = set()
-    for i, raw in enumerate(records.products):
+    for i, raw in enumerate(itertools.islice(records.products, limit)):
         if type(raw) is not dict:
             _expect(raw, dict, file, f"[{i}]", "a product object")
         asin = raw.get("asin")
@@ -538,11 +601,9 @@ def build_catalog(
     ``seed`` drives the price draws for ranges and the price bounds of goals;
     ``num_products`` keeps only the first products (the files are pre-shuffled).
     """
-    if num_products is not None:
-        records = replace(records, products=records.products[:num_products])
     rng = random.Random(seed)
-    products = parse_products(records, rng)
-    if human_goals and not records.human_instructions:
+    products = parse_products(records, rng, limit=num_products)
+    if human_goals and "human_instructions" not in records.files:
         raise DataError(
             f"{Path(records.files['products']).parent}: human goals need items_human_ins.json; "
             "add it or pass human_goals=False for the synthetic instructions"

@@ -816,8 +816,14 @@ def generate_catalog(n_products: int, n_goals: int, seed: int) -> Catalog:
     return build_catalog(records, human_goals=True, source=f"generated:{seed}")
 
 
-def write_catalog(n_products: int, n_goals: int, seed: int, out: Path, *, compress: bool) -> None:
-    """Write a generated catalog's files and a manifest recording how it was made."""
+def write_catalog(
+    n_products: int, n_goals: int, seed: int, out: str | Path, *, compress: bool
+) -> None:
+    """Write a generated catalog's files and a manifest recording how it was made.
+
+    The manifest is written last, so its presence marks a complete folder.
+    """
+    out = Path(out)
     records = generate_records(n_products, n_goals, seed)
     write_original(records, out, compress=compress)
     catalog = build_catalog(records, human_goals=True, source=f"generated:{seed}")

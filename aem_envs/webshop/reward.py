@@ -11,9 +11,9 @@ total = r_type · (n_att + n_opt + [price ≤ price_upper]) / (|goal attributes|
   ``title_score`` is the share of the goal name's nouns found among the bought product's
   nouns (0.2 when the goal name has none); the noun tagger is pluggable (:mod:`.nouns`).
 
-Fuzzy scores follow ``thefuzz`` (which the original calls): both strings are reduced to
-lower-case ASCII letters, digits and spaces, and the score is rounded to an integer before
-the ``> 85`` test.
+Fuzzy scores follow ``thefuzz`` (which the original calls): both strings lose the Latin-1
+range, are reduced to lower-case letters, digits and spaces, and the score is rounded to an
+integer before the ``> 85`` test.
 """
 
 from __future__ import annotations
@@ -81,8 +81,12 @@ def normalize_color(value: str) -> str:
     return value
 
 
+#: thefuzz's ``force_ascii`` drops the Latin-1 range only (code points 128-255).
+_DROP_LATIN1 = dict.fromkeys(range(128, 256))
+
+
 def _process(text: str) -> str:
-    return default_process(text.encode("ascii", "ignore").decode("ascii"))
+    return default_process(text.translate(_DROP_LATIN1))
 
 
 def fuzzy_match(a: str, b: str) -> bool:

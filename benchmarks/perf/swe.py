@@ -78,7 +78,10 @@ def measure_start(image: str, repeats: int) -> dict[str, Any]:
         container = client.containers.run(image, ["sleep", "infinity"], detach=True)
         container.remove(force=True)
 
-    ours_s, bare_s = _median_seconds(ours, repeats), _median_seconds(bare, repeats)
+    try:
+        ours_s, bare_s = _median_seconds(ours, repeats), _median_seconds(bare, repeats)
+    finally:
+        client.close()
     return _row(
         "container start + removal",
         ours_s,
@@ -133,7 +136,10 @@ def measure_evaluation(instance: Any, image: str, repeats: int) -> dict[str, Any
             )
             resolved.append(bool(result and result[1][instance.instance_id]["resolved"]))
 
-        theirs_s = _median_seconds(theirs, 1)
+        try:
+            theirs_s = _median_seconds(theirs, 1)
+        finally:
+            client.close()
     note = (
         "gold patch, fresh container each; baseline: swebench run_instance on the same "
         f"image (resolved={all(resolved)}), which stops its container with a 15 s grace; "

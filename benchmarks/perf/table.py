@@ -3,17 +3,22 @@
 Each module ``benchmarks.perf.<name>`` (written alongside the env it measures) exposes
 ``measure(quick: bool = False) -> list[dict]`` with rows ``{"benchmark", "metric", "ours",
 "baseline", "ratio", "unit", "note"}``. A module that is absent is left out; one that
-fails becomes a row carrying its error, so one broken engine never hides the others.
-The README's performance table is this command's markdown output.
+fails (or runs past its time limit) becomes a row carrying its error, so one broken engine
+never hides the others. Each module runs in its own Python process: memory and thread
+settings one measurement leaves behind (torch threads, a loaded model, a warm cache) must
+not leak into the next one's numbers. The README's performance table is this command's
+markdown output.
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
-import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,29 +30,54 @@ from benchmarks.published import speed_notes
 #: Perf modules in the order the table lists them.
 MODULES: tuple[str, ...] = ("alfworld", "webshop", "swe", "aem_overhead")
 COLUMNS: tuple[str, ...] = ("benchmark", "metric", "ours", "baseline", "ratio", "unit", "note")
+#: Seconds one module may run before it is stopped and reported as an error row.
+MODULE_TIMEOUT = 1800.0
+
+_CHILD = (
+    "import importlib, json, sys\n"
+    "rows = importlib.import_module(sys.argv[1]).measure(quick=sys.argv[2] == '1')\n"
+    "open(sys.argv[3], 'w').write(json.dumps(list(rows), default=str))\n"
+)
 
 
-def collect(quick: bool = False, modules: Sequence[str] | None = None) -> list[dict[str, Any]]:
+class PerfModuleError(RuntimeError):
+    """A perf module failed or timed out; the message becomes the row's note."""
+
+
+def measure_module(module: str, *, quick: bool, timeout: float = MODULE_TIMEOUT) -> list[dict]:
+    """Rows of ``module.measure(quick)``, run in a fresh interpreter that sees our sys.path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    with tempfile.TemporaryDirectory(prefix="aem-perf-") as tmp:
+        out = Path(tmp) / "rows.json"
+        command = [sys.executable, "-c", _CHILD, module, "1" if quick else "0", str(out)]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        except subprocess.TimeoutExpired as exc:
+            raise PerfModuleError(f"timed out after {timeout:.0f} s") from exc
+        if proc.returncode != 0:
+            lines = [line for line in proc.stderr.splitlines() if line.strip()]
+            raise PerfModuleError(lines[-1] if lines else f"exit status {proc.returncode}")
+        return json.loads(out.read_text())
+
+
+def collect(
+    quick: bool = False,
+    modules: Sequence[str] | None = None,
+    *,
+    package: str = __package__,
+    timeout: float = MODULE_TIMEOUT,
+) -> list[dict[str, Any]]:
     """Rows of every perf module that exists (default :data:`MODULES`); a failure is a row."""
     rows: list[dict[str, Any]] = []
     for name in MODULES if modules is None else modules:
-        module_name = f"{__package__}.{name}"
-        if importlib.util.find_spec(module_name) is None:
+        module = f"{package}.{name}"
+        if importlib.util.find_spec(module) is None:
             continue
         tic = time.perf_counter()
         try:
-            measured = list(importlib.import_module(module_name).measure(quick=quick))
-        except Exception as exc:
-            last = traceback.extract_tb(exc.__traceback__)[-1]
-            where = f"{Path(last.filename).name}:{last.lineno}"
-            measured = [
-                {
-                    "benchmark": name,
-                    "metric": "error",
-                    "note": f"{type(exc).__name__}: {exc} ({where})",
-                    "error": True,
-                }
-            ]
+            measured = measure_module(module, quick=quick, timeout=timeout)
+        except PerfModuleError as exc:
+            measured = [{"benchmark": name, "metric": "error", "note": str(exc), "error": True}]
         seconds = round(time.perf_counter() - tic, 2)
         rows.extend(
             {**dict.fromkeys(COLUMNS), **row, "module": name, "module_seconds": seconds}
@@ -84,9 +114,11 @@ def render_markdown(rows: list[dict[str, Any]], *, quick: bool) -> str:
     return "\n".join(lines + footer) + "\n"
 
 
-def write_table(out: str | os.PathLike[str], *, quick: bool = False) -> dict[str, Path]:
-    """Measure, then write ``perf.md`` and ``perf.json`` into ``out``."""
-    rows = collect(quick=quick)
+def write_table(
+    out: str | os.PathLike[str], *, quick: bool = False, **collect_options: Any
+) -> dict[str, Path]:
+    """Measure (options go to :func:`collect`), then write ``perf.md`` and ``perf.json``."""
+    rows = collect(quick=quick, **collect_options)
     out = Path(out)
     payload = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),

@@ -60,7 +60,11 @@ def summary_table(results: dict[str, Any]) -> Table:
         "completion tokens / ep",
         "wall s / ep",
     ]
-    return Table("Results per environment", headers, rows)
+    note = (
+        "success and score in %; invalid actions as a share of steps; wall time runs from an "
+        "episode's reset to its end, so episodes a model plays side by side share it."
+    )
+    return Table("Results per environment", headers, rows, note=note)
 
 
 def task_type_tables(results: dict[str, Any]) -> list[Table]:
@@ -127,8 +131,11 @@ def settings_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     limits = "; ".join(
         f"{e['env_id']} ({e['split'] or 'default split'}): "
         f"{'all' if e['tasks'] is None else e['tasks']} tasks, step limit "
-        + ", ".join(
-            f"{policy} {steps}" for policy, steps in _step_limits(results, e["env_id"]).items()
+        + (
+            ", ".join(
+                f"{policy} {steps}" for policy, steps in _step_limits(results, e["env_id"]).items()
+            )
+            or "— (no episode finished)"
         )
         for e in suite["envs"]
     )

@@ -182,6 +182,25 @@ def test_hf_batched_greedy_equals_unbatched(tiny_policy: HFPolicy) -> None:
     assert len({tuple(ids) for ids in batched}) > 1
 
 
+def test_hf_reply_prefix_is_prompt_not_completion(tiny_policy: HFPolicy) -> None:
+    prefixed = HFPolicy.from_model(
+        tiny_policy.model,
+        tiny_policy.tokenizer,
+        max_new_tokens=4,
+        temperature=0,
+        reply_prefix="<think>",
+    )
+    (inp,) = _turns(1)
+    (out,) = prefixed.act([inp])
+    tokenizer = tiny_policy.tokenizer
+    plain = tokenizer.decode(tiny_policy.prompt_ids(inp))
+    assert tokenizer.decode(out.extra["prompt_ids"]) == plain + "<think>"
+    assert plain.endswith("<|im_start|>assistant\n")
+    assert out.reply == "<think>" + tokenizer.decode(
+        out.extra["completion_ids"], skip_special_tokens=True
+    )
+
+
 def test_hf_policy_acts_in_eval_mode_and_restores_the_mode(tiny_policy: HFPolicy) -> None:
     seen: list[bool] = []
     hook = tiny_policy.model.register_forward_pre_hook(lambda m, a: seen.append(m.training))

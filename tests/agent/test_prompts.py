@@ -17,6 +17,7 @@ from aem_agent.prompts import (
     template_for,
 )
 from aem_envs.core.errors import AEMError
+from aem_envs.wrappers import ReplyParser
 
 
 def _input(env_id: str = "aem/ALFWorld-v0", steps: int = 0, **kwargs) -> PolicyInput:
@@ -38,6 +39,8 @@ def _user(inp: PolicyInput, **kwargs) -> str:
 
 def test_prompt_holds_task_observation_and_reply_format() -> None:
     text = _user(_input())
+    example = text.split("Example reply: ", 1)[1]
+    assert ReplyParser(require_think=True).parse(example).action == "go to cabinet 1"
     assert "Your task is to: put a clean mug in the coffeemachine" in text
     assert "You are in the middle of a room." in text
     assert "<think>" in text and "</think>" in text

@@ -188,3 +188,36 @@ def test_lockstep_keeps_every_process_generating_the_same_batch(
     assert all(len(b) == 3 for b in batches)
     placeholders = sum(c == [tokenizer.eos_token_id] for b in batches for c in b)
     assert placeholders == sum(3 - len(e.turns) for e in episodes) > 0
+
+
+class FakeVLLM:
+    """Stands in for TRL's vLLM backend: one fixed reply per prompt, log-probs only."""
+
+    max_completion_length = 512
+
+    def __init__(self) -> None:
+        self.limits: list[int] = []
+
+    def generate(self, prompts, images, num_generations):
+        self.limits.append(self.max_completion_length)
+        replies = [[5, 6, 7] for _ in prompts]
+        return prompts, replies, [[[-0.5], [None], [-1.0]] for _ in prompts], None
+
+
+def test_vllm_generation_gives_logprobs_and_leaves_entropies_to_the_trainer(
+    tokenizer, doors_env_id: str
+) -> None:
+    from types import SimpleNamespace
+
+    from aem_agent.rollout import vllm_generator
+
+    backend = FakeVLLM()
+    generate = vllm_generator(SimpleNamespace(vllm_generation=backend), max_new_tokens=16)
+    (reply,) = generate([[1, 2, 3]])
+    assert backend.limits == [16] and backend.max_completion_length == 512
+    assert reply.ids == [5, 6, 7] and reply.entropies is None
+    assert reply.logprobs[0] == -0.5 and reply.logprobs[1] != reply.logprobs[1]  # NaN kept
+    rollout = MultiTurnRollout(tokenizer, max_turns=2, max_turn_tokens=16, workers=1)
+    episodes = rollout.play([EpisodeSpec(doors_env_id, seed=0)], generate)
+    rollout.close()
+    assert "sampler_entropies" not in trajectory_batch(episodes)

@@ -1,67 +1,64 @@
-"""``aem bench perf``: rows of every perf module, a failing module as an error row."""
+"""``aem bench perf``: rows of every perf module, each in its own process; failures as rows."""
 
 from __future__ import annotations
 
-import importlib.machinery
 import json
-import sys
-import types
 
 import pytest
 
 from aem_cli.main import main
 from benchmarks.perf import table
 
-
-def _module(monkeypatch, name: str, measure) -> None:
-    full = f"benchmarks.perf.{name}"
-    module = types.ModuleType(full)
-    module.__spec__ = importlib.machinery.ModuleSpec(full, None)
-    module.measure = measure
-    monkeypatch.setitem(sys.modules, full, module)
+GOOD = """
+import os
+def measure(quick=False):
+    return [{"benchmark": "toy", "metric": "steps/s", "ours": 1234.5, "baseline": 12.0,
+             "ratio": 102.9, "unit": "steps/s", "note": f"vs | pipe, quick={quick}",
+             "pid": os.getpid()}]
+"""
+BAD = """
+def measure(quick=False):
+    raise RuntimeError("engine missing")
+"""
+SLOW = """
+import time
+def measure(quick=False):
+    time.sleep(30)
+"""
 
 
 @pytest.fixture
-def perf_modules(monkeypatch):
-    calls = []
-
-    def good(quick: bool = False):
-        calls.append(quick)
-        return [
-            {
-                "benchmark": "toy",
-                "metric": "steps/s",
-                "ours": 1234.5,
-                "baseline": 12.0,
-                "ratio": 102.9,
-                "unit": "steps/s",
-                "note": "vs | pipe",
-            }
-        ]
-
-    def bad(quick: bool = False):
-        raise RuntimeError("engine missing")
-
-    _module(monkeypatch, "perf_good", good)
-    _module(monkeypatch, "perf_bad", bad)
-    monkeypatch.setattr(table, "MODULES", ("perf_good", "perf_absent", "perf_bad"))
-    return calls
+def perf_package(tmp_path, monkeypatch) -> str:
+    package = tmp_path / "fakeperf"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, source in (("good", GOOD), ("bad", BAD), ("slow", SLOW)):
+        (package / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "fakeperf"
 
 
-def test_rows_gathered_failure_reported_absent_skipped(perf_modules) -> None:
-    rows = table.collect(quick=True, modules=table.MODULES)
-    assert perf_modules == [True]
-    assert [r["module"] for r in rows] == ["perf_good", "perf_bad"]
-    assert rows[0]["ours"] == 1234.5 and rows[0]["ratio"] == 102.9
-    assert rows[1]["metric"] == "error" and rows[1]["error"] is True
-    assert "RuntimeError: engine missing (test_perf_table.py:" in rows[1]["note"]
+def test_rows_gathered_in_subprocesses_failures_reported_absent_skipped(perf_package) -> None:
+    names = ("good", "absent", "bad", "slow")
+    rows = table.collect(quick=True, modules=names, package=perf_package, timeout=5)
+    assert [r["module"] for r in rows] == ["good", "bad", "slow"]
+    good, bad, slow = rows
+    assert good["ours"] == 1234.5 and good["note"] == "vs | pipe, quick=True"
+    assert good["pid"] != __import__("os").getpid()
+    assert bad["metric"] == "error" and bad["note"] == "RuntimeError: engine missing"
+    assert slow["error"] is True and slow["note"] == "timed out after 5 s"
 
 
-def test_cli_writes_markdown_and_json(perf_modules, tmp_path, capsys) -> None:
+def test_cli_writes_markdown_and_json(perf_package, tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(table, "MODULES", ("good", "bad"))
+    real_collect = table.collect
+    monkeypatch.setattr(
+        table, "collect", lambda quick, **kw: real_collect(quick, package=perf_package)
+    )
     assert main(["bench", "perf", "--quick", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
-    assert "| toy | steps/s | 1,234 | 12 | 103 | steps/s | vs \\| pipe |" in printed
-    assert "| perf_bad | error | — | — | — | — | RuntimeError: engine missing" in printed
+    assert "| toy | steps/s | 1,234 | 12 | 103 | steps/s | vs \\| pipe, quick=True |" in printed
+    assert "| bad | error | — | — | — | — | RuntimeError: engine missing |" in printed
     assert "Seen elsewhere: ALFWorld text env: 10–15 steps/s" in printed
     payload = json.loads((tmp_path / "perf.json").read_text())
     assert payload["quick"] is True and len(payload["rows"]) == 2

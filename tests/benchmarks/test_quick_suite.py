@@ -29,6 +29,7 @@ def _only(env_id: str) -> Suite:
     [
         "aem/ALFWorld-v0",
         "aem/WebShop-v0",
+        pytest.param("aem/WebShopBrowser-v0", marks=pytest.mark.browser),
         pytest.param("aem/SWE-v0", marks=[pytest.mark.docker, pytest.mark.slow]),
     ],
 )

@@ -8,7 +8,7 @@ import pytest
 
 from aem_envs.core.errors import AEMError
 from benchmarks.episodes import read_record
-from benchmarks.runner import PolicySource, plan, policy_source, run_bench
+from benchmarks.runner import PolicySource, Progress, plan, policy_source, run_bench
 from benchmarks.suite import Suite, parse_suite
 from tests.benchmarks.toy import ENV, BatchingExpert, always_inc
 
@@ -118,3 +118,15 @@ def test_unknown_split_and_bad_worker_count_are_one_line_errors(tmp_path) -> Non
         plan(counter_suite(env="aemtest/Nope-v0"), [policy_source("expert")])
     with pytest.raises(AEMError, match="--workers and --batch-size must be at least 1"):
         run_bench(counter_suite(), [policy_source("expert")], tmp_path, workers=0)
+
+
+def test_progress_line_shows_running_success_rate_and_failures(capsys) -> None:
+    bar = Progress(4, initial=1, enabled=True)
+    bar.describe("expert")
+    bar.update({"won": True, "error": None})
+    bar.update({"won": False, "error": None})
+    bar.update({"won": False, "error": "reset failed"})
+    bar.close()
+    line = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert line.startswith("expert: 100%|") and "4/4" in line
+    assert "success 50% failed 1" in line

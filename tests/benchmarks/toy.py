@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from aem_agent.policies import Policy, PolicyInput, PolicyOutput
 from aem_agent.policies.scripted import ExpertPolicy, format_reply
-from aem_envs import Outcome, Task, TextEnv
+from aem_envs import DataError, Outcome, Task, TextEnv
 
 COUNTER_ID = "aemtest/Counter-v0"
 ENV = f"{__name__}:{COUNTER_ID}"
@@ -44,7 +44,7 @@ class CounterEnv(TextEnv):
 
     def _start(self, task_id: str, split: str) -> tuple[Task, str]:
         if task_id == self.crash_task:
-            raise RuntimeError("the engine crashed")
+            raise DataError("the engine crashed")
         self._target = TARGETS[int(task_id.rsplit("-", 1)[1])]
         self._value = 0
         kind = "up" if self._target > 0 else "down"

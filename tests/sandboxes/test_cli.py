@@ -23,3 +23,22 @@ def test_ls_and_gc_report(capsys: pytest.CaptureFixture[str], base_image: str) -
 def test_build_prints_the_base_tag(capsys: pytest.CaptureFixture[str], base_image: str) -> None:
     assert main(["sandbox", "build"]) == 0
     assert capsys.readouterr().out.splitlines() == [base_image]
+
+
+def test_gc_layers_removes_layer_root_file_systems_but_not_the_base(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sandboxes import backends, images
+
+    monkeypatch.setenv("AEM_SANDBOX_CACHE", str(tmp_path))
+    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+    base = images.base_rootfs_path()
+    layer = images.rootfs_path("aem-sandbox/instance:0123")
+    exported = tmp_path / "rootfs" / "export_0123"
+    for path in (base, layer, exported):
+        path.mkdir(parents=True)
+    (layer / images.LAYER_MARK).write_text("aem-sandbox/instance:0123\n")
+    (exported / ".aem-image-id").write_text("sha256:0\n")
+    assert main(["sandbox", "gc", "--layers"]) == 0
+    assert "2 layer root file system(s) removed" in capsys.readouterr().out
+    assert base.exists() and not layer.exists() and not exported.exists()

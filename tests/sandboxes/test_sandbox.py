@@ -88,3 +88,10 @@ def test_closed_sandbox_refuses_work(box: Sandbox) -> None:
 def test_non_positive_timeout_is_rejected(box: Sandbox) -> None:
     with pytest.raises(SandboxError, match="timeout"):
         box.exec("true", timeout=0)
+
+
+def test_bwrap_refuses_a_workdir_the_image_lacks(base_rootfs) -> None:
+    from sandboxes.bwrap_sandbox import BwrapSandbox
+
+    with pytest.raises(SandboxError, match="needs the directory /nowhere"):
+        BwrapSandbox(str(base_rootfs), workdir="/nowhere")

@@ -2,8 +2,8 @@
 
 Every test runs on both backends (Docker: ``@pytest.mark.docker``, required in CI; bubblewrap)
 with the small ``TEST_LIMITS`` of conftest. Disk filling: overlay on ext4 has no quota, so the
-bound is ``RLIMIT_FSIZE`` per file (64 MiB here) plus, under Docker, a size-limited tmpfs
-``/tmp``; a command writing many files is bounded only by its time limit.
+bound is ``RLIMIT_FSIZE`` per file (64 MiB here) on both backends, plus a size-limited tmpfs
+``/tmp`` under Docker; a command writing many files is bounded only by its time limit.
 """
 
 from __future__ import annotations
@@ -203,3 +203,23 @@ def test_parent_killed_mid_episode_leaves_no_container_after_gc(
     assert container_id in [item.container_id for item in reaped]
     with pytest.raises(docker.errors.NotFound):
         client.containers.get(container_id)
+
+
+@pytest.mark.docker
+def test_docker_containers_are_created_hardened(docker_engine: None, instance_image: str) -> None:
+    import docker
+
+    from sandboxes.docker_sandbox import DROPPED_CAPABILITIES, DockerSandbox
+    from sandboxes.owner import current_owner
+
+    with DockerSandbox(instance_image, limits=TEST_LIMITS) as box:
+        attrs = docker.from_env().containers.get(box.container_id).attrs
+    host = attrs["HostConfig"]
+    assert host["NetworkMode"] == "none"
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert set(host["CapDrop"]) == set(DROPPED_CAPABILITIES) and not host["CapAdd"]
+    assert not host["Privileged"]
+    assert host["Memory"] == host["MemorySwap"] == 256 << 20
+    assert host["PidsLimit"] == TEST_LIMITS.pids
+    assert {"Name": "fsize", "Soft": 64 << 20, "Hard": 64 << 20} in host["Ulimits"]
+    assert attrs["Config"]["Labels"].items() >= current_owner().labels().items()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -32,7 +32,7 @@ SUB_PAGES = ("Description", "Features", "Reviews")
 
 HERE = Path(__file__).parent
 STATIC_DIR = HERE / "static"
-_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+_STATIC_TYPES = {".css": "text/css; charset=utf-8"}
 
 _SEGMENT = r"([^/]+)"
 #: name → (path pattern, parameter names); :meth:`Site.url_for` builds the same shapes.
@@ -126,10 +126,9 @@ def _templates() -> Any:
 class Site:
     """The shopping site over one catalog; sessions are opened by the env that owns them."""
 
-    def __init__(self, catalog: Catalog, *, grader: Callable[..., Any] | None = None) -> None:
+    def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
         self.sessions: dict[str, Session] = {}
-        self._grader = grader
         self._engine: SearchEngine | None = None
 
     # -------------------------------------------------------------- sessions and search
@@ -147,12 +146,11 @@ class Site:
 
     def grade(self, product: Product, goal: Goal, options: Mapping[str, str]) -> Any:
         """The WebShop reward breakdown of buying ``product`` with ``options`` for ``goal``."""
-        grader = self._grader
-        if grader is None:
-            from aem_envs.webshop.reward import get_reward
+        # Imported here so that the package imports without the 'webshop' extra (rapidfuzz).
+        require("webshop", "rapidfuzz", feature="The WebShop reward")
+        from aem_envs.webshop.reward import get_reward
 
-            grader = get_reward
-        return grader(product, goal, product.price, options)
+        return get_reward(product, goal, product.price, options)
 
     # -------------------------------------------------------------------------- routing
     @staticmethod

@@ -53,7 +53,6 @@ class Clickable:
     target: str
     method: str
     index: int
-    group: str | None = None
     checked: bool = False
 
 
@@ -101,7 +100,7 @@ class PageView:
         """Build a view from what :data:`PAGE_VIEW_JS` returns in the browser."""
         nodes = tuple(TextNode(str(t), str(k), bool(m)) for t, k, m in raw["nodes"])
         clickables = [
-            Clickable(str(c[0]), str(c[1]), str(c[2]), str(c[3]), int(c[4]), c[5], bool(c[6]))
+            Clickable(str(c[0]), str(c[1]), str(c[2]), str(c[3]), int(c[4]), bool(c[5]))
             for c in raw["clickables"]
         ]
         return cls(
@@ -173,7 +172,7 @@ class _ViewParser(HTMLParser):
                     self.checked_ids.add(attributes.get("id", ""))
                 self.clickables.append(
                     Clickable(value.lower(), "option", attributes.get("data-url", ""), "GET",
-                              self._count, attributes.get("name"), "checked" in attributes)
+                              self._count, "checked" in attributes)
                 )  # fmt: skip
                 self._count += 1
         if ("btn" in classes or "product-link" in classes) and tag not in _VOID:

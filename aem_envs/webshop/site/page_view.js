@@ -23,16 +23,16 @@ const clickables = [];
 document.querySelectorAll(".btn, .product-link, input[type=radio]").forEach((el, index) => {
   if (el.matches("input[type=radio]")) {
     clickables.push([el.value.toLowerCase(), "option", el.getAttribute("data-url") || "", "GET",
-                     index, el.name || null, el.checked]);
+                     index, el.checked]);
   } else if (el.classList.contains("product-link")) {
     clickables.push([el.textContent.trim().toLowerCase(), "product",
-                     el.getAttribute("href") || "", "GET", index, null, false]);
+                     el.getAttribute("href") || "", "GET", index, false]);
   } else {
     const form = el.closest("form");
     clickables.push([el.textContent.trim().toLowerCase(), "button",
                      form ? form.getAttribute("action") || "" : "",
                      form ? (form.getAttribute("method") || "get").toUpperCase() : "GET",
-                     index, null, false]);
+                     index, false]);
   }
 });
 const search = document.getElementById("search_input");

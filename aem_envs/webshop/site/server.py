@@ -38,6 +38,9 @@ class SiteServer:
 class _Handler(BaseHTTPRequestHandler):
     site: Site
     protocol_version = "HTTP/1.1"
+    #: Headers and body go out in two writes; with Nagle's algorithm the body would wait for
+    #: the client's delayed ACK (~40 ms on loopback) on every page.
+    disable_nagle_algorithm = True
 
     def do_GET(self) -> None:
         self._answer(self.site.handle("GET", self.path))

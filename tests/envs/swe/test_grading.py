@@ -99,3 +99,12 @@ def test_garbage_patch_does_not_apply(images):
         images[instance.instance_id],
     )
     assert not grade.resolved and grade.report["patch_successfully_applied"] is False
+
+
+@pytest.mark.docker
+def test_scripts_too_long_to_inline_are_uploaded(images, monkeypatch):
+    from aem_envs.swe import grading
+
+    monkeypatch.setattr(grading, "INLINE_SCRIPT_CHARS", 0)
+    instance = INSTANCES[-1]
+    assert evaluate(instance, instance.gold_patch, images[instance.instance_id]).resolved

@@ -110,3 +110,15 @@ def test_real_swebench_image_name_and_missing_image_error():
     assert ensure_image(instance, image_exists=lambda tag: tag == name) == name
     with pytest.raises(ImageMissingError, match="docker load"):
         ensure_image(instance, image_exists=lambda tag: False)
+
+
+def test_parquet_dataset_loads_through_swebench(tmp_path: Path):
+    pyarrow = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = read_bundled_rows()[:2]
+    path = tmp_path / "two.parquet"
+    pq.write_table(pyarrow.Table.from_pylist(rows), path)
+    loaded = load_instances(path, TASKS_DIR)
+    assert [i.instance_id for i in loaded] == sorted(r["instance_id"] for r in rows)
+    assert all(i.bundle is not None for i in loaded)

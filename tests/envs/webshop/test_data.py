@@ -15,6 +15,7 @@ from aem_envs.webshop.data import (
     BUNDLED_DIR,
     DUMMY_ATTRIBUTE,
     NO_PRICE_BOUND,
+    JsonArrayText,
     bundled_catalog,
     load_original,
     parse_price,
@@ -310,6 +311,25 @@ def test_invalid_json_names_the_file(folder: Path) -> None:
     (folder / "items_ins_v2_1000.json").write_text("{not json")
     with pytest.raises(DataError, match=r"items_ins_v2_1000\.json: not valid JSON"):
         load_original(folder)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("[]", []),
+        (' \n[ {"a": 1} ,\n{"b": [2]} ]\n', [{"a": 1}, {"b": [2]}]),
+    ],
+)
+def test_json_array_text_decodes_elements(text: str, expected: list[object]) -> None:
+    array = JsonArrayText(text, "f.json")
+    assert list(array) == expected
+    assert list(array) == expected  # iterable again
+
+
+@pytest.mark.parametrize("text", ['[{"a": 1} {"b": 2}]', '[{"a": 1}, oops]', '[{"a": 1}] x', "[1,"])
+def test_json_array_text_rejects_broken_arrays(text: str) -> None:
+    with pytest.raises(DataError, match=r"f\.json: not valid JSON"):
+        list(JsonArrayText(text, "f.json"))
 
 
 def test_wrong_top_level_names_the_file(folder: Path) -> None:

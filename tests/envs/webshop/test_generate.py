@@ -11,8 +11,16 @@ import pytest
 
 from aem_envs.core.errors import DataError
 from aem_envs.webshop.catalog import Catalog
-from aem_envs.webshop.data import NO_PRICE_BOUND, load_original
-from aem_envs.webshop.generate import CATEGORIES, generate_catalog, generate_records, main
+from aem_envs.webshop.data import BUNDLED_DIR, NO_PRICE_BOUND, bundled_catalog, load_original
+from aem_envs.webshop.generate import (
+    BUNDLED_GOALS,
+    BUNDLED_PRODUCTS,
+    BUNDLED_SEED,
+    CATEGORIES,
+    generate_catalog,
+    generate_records,
+    main,
+)
 from aem_envs.webshop.reward import get_reward
 
 
@@ -97,6 +105,12 @@ def test_near_duplicate_distractors_make_choice_matter(catalog: Catalog) -> None
     assert with_failing_sibling > 0.6 * len(catalog.goals)
 
 
+def test_catalog_without_goals() -> None:
+    catalog = generate_catalog(30, 0, seed=1)
+    assert len(catalog.products) == 30 and catalog.goals == ()
+    assert catalog.splits == {"test": (), "eval": (), "train": ()}
+
+
 def test_bad_sizes_are_refused() -> None:
     with pytest.raises(DataError, match="n_goals"):
         generate_records(10, 11, seed=0)
@@ -128,3 +142,13 @@ def test_command_line_plain_json(tmp_path: Path) -> None:
     assert (tmp_path / "items_shuffle.json").exists()
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path), "--products", "5", "--goals", "6"])
+
+
+@pytest.mark.slow
+def test_bundled_files_are_the_generators_output() -> None:
+    """The shipped catalog is reproducible: regenerating it gives the same content."""
+    bundled = bundled_catalog()
+    manifest = json.loads((BUNDLED_DIR / "manifest.json").read_text())
+    regenerated = generate_catalog(BUNDLED_PRODUCTS, BUNDLED_GOALS, BUNDLED_SEED)
+    assert manifest["seed"] == BUNDLED_SEED
+    assert regenerated.content_hash == bundled.content_hash

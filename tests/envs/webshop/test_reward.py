@@ -162,6 +162,8 @@ def test_wrong_option_lowers_reward() -> None:
 def test_fuzzy_scores_are_processed_and_rounded_like_thefuzz() -> None:
     # Case and punctuation are ignored, as thefuzz's full_process does.
     assert fuzzy_match("Pack-of-12!", "pack of 12")
+    # Like thefuzz's force_ascii, the Latin-1 range is dropped (so "è" vanishes).
+    assert fuzzy_match("Crème Brûlée", "crme brle")
     # Empty after processing never matches.
     assert not fuzzy_match("!!!", "!!!")
     # 85.71 rounds to 86 (> 85): "abcdefg" vs "abcdefh" (6 of 7 characters agree).
@@ -295,6 +297,44 @@ def test_default_tagger_keeps_nouns_and_drops_the_rest() -> None:
     assert isinstance(default_noun_tagger(), NounTagger)
 
 
+@pytest.mark.parametrize(
+    ("goal_name", "bought_name", "spacy_score"),
+    [
+        (
+            "adidas Unisex-Adult D.o.n. Issue 2 Basketball Shoe",
+            "adidas Unisex-Adult D.o.n. Issue 2 Indoor Court Shoe",
+            0.85,
+        ),
+        (
+            "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD "
+            "Soundbar Home Theater System Subwoofer",
+            "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR "
+            "Combo Home Theater System",
+            0.31,
+        ),
+        (
+            "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD "
+            "Soundbar",
+            "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR "
+            "Combo Home Theater System",
+            0.17,
+        ),
+        (
+            "Rusticware 921ORB Kitchen and Bath Cabinet Knob",
+            "Minkissy 2pcs Stainless Steel Eyebrow Tweezers Blackhead Acne Remover Portable "
+            "Makeup Tweezers (Silver)",
+            0.0,
+        ),
+    ],
+)
+def test_default_tagger_scores_near_the_original_spacy_scores(
+    goal_name: str, bought_name: str, spacy_score: float
+) -> None:
+    """The title scores the original test suite expects from spaCy, within 0.06."""
+    score = title_score(bought_name, goal_name, default_noun_tagger())
+    assert score == pytest.approx(spacy_score, abs=0.06)
+
+
 def test_lexicon_tagger_extensions_override_rules() -> None:
     tagger = LexiconNounTagger(nouns=["soft"], non_nouns=["polish"])
     assert tagger.nouns("soft nail polish") == ["soft", "nail"]
@@ -314,6 +354,13 @@ def test_get_noun_tagger_by_name() -> None:
         get_noun_tagger("nltk")
 
 
+def test_spacy_tagger_is_optional() -> None:
+    if importlib.util.find_spec("spacy") is not None:
+        pytest.skip("spaCy is installed here; the missing-dependency path cannot be shown")
+    with pytest.raises(MissingDependencyError, match="spacy"):
+        get_noun_tagger("spacy")
+
+
 # ---------------------------------------------------------------------- bundled catalog
 
 
@@ -329,10 +376,3 @@ def test_every_bundled_goal_is_won_by_its_target() -> None:
             chosen[groups[0]] = value
         reward = get_reward(product, goal, product.price, chosen)
         assert reward.won, (goal.goal_id, reward)
-
-
-def test_spacy_tagger_is_optional() -> None:
-    if importlib.util.find_spec("spacy") is not None:
-        pytest.skip("spaCy is installed here; the missing-dependency path cannot be shown")
-    with pytest.raises(MissingDependencyError, match="spacy"):
-        get_noun_tagger("spacy")

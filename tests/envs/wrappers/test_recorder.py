@@ -36,3 +36,15 @@ def test_unfinished_episode_is_flushed_on_reset_and_close(tmp_path: Path) -> Non
     assert first[-1]["finished"] is False and first[-1]["length"] == 1
     env.close()
     assert len(list(tmp_path.glob("*.jsonl"))) == 2
+
+
+def test_trajectory_files_get_the_usual_permissions(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    env = TrajectoryRecorder(CorridorEnv(), tmp_path)
+    env.reset(seed=0)
+    env.close()
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(env.last_path.stat().st_mode) == 0o666 & ~mask

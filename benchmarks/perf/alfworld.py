@@ -1,0 +1,128 @@
+"""ALFWorld speed: reset and step latency and steps/s, fast path beside the upstream engine.
+
+Both engines play the same bundled games with the same actions in one run, through
+``ALFWorldEnv`` (what a user calls): ``engine="native"`` (ours) and ``engine="upstream"``
+(textworld's PDDL env + Fast Downward + alfworld's wrappers, the baseline). An upstream
+reset is ``load`` + ``reset`` of the game, which is what ALFWorld's gym env does on each new
+episode; a native reset is measured cold (its problem parsed for the first time).
+
+The actions per game are a short seeded random walk over the admissible commands followed
+by the expert's moves, so steps cover moves, opening, taking, placing and transforming.
+Targets (issue 3): reset p50 ≥ 10× faster, step p50 ≥ 4× faster. ``ratio`` is
+baseline ÷ ours for latencies and ours ÷ baseline for steps/s (how many times faster ours is).
+
+Run ``python -m benchmarks.perf.alfworld [--quick]``; ``aem bench perf`` gathers the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from typing import Any
+
+import numpy as np
+
+from aem_envs.alfworld.env import ALFWorldEnv
+from aem_envs.alfworld.games import bundled_games
+from aem_envs.alfworld.pddl import TASK_TYPES
+
+BENCHMARK = "alfworld"
+SPLIT = "valid_unseen"
+RANDOM_STEPS = 4
+MAX_STEPS = 20
+
+
+def _games(per_task_type: int) -> list[str]:
+    games = bundled_games(SPLIT)
+    return [
+        gid
+        for task_type in TASK_TYPES
+        for gid in [g.id for g in games.values() if g.task_type == task_type][:per_task_type]
+    ]
+
+
+def _actions(env: ALFWorldEnv, task_id: str, seed: int) -> list[str]:
+    """A seeded random prefix then the expert, recorded on the native engine."""
+    rng = random.Random(seed)
+    _, info = env.reset(options={"split": SPLIT, "task_id": task_id})
+    actions: list[str] = []
+    done = False
+    while not done and len(actions) < MAX_STEPS:
+        if len(actions) < RANDOM_STEPS:
+            action = rng.choice(info["admissible_actions"])
+        else:
+            action = env.expert_action()
+        _, _, terminated, truncated, info = env.step(action)
+        actions.append(action)
+        done = terminated or truncated
+    return actions
+
+
+def _time(env: ALFWorldEnv, plays: list[tuple[str, list[str]]]) -> tuple[list[float], list[float]]:
+    resets, steps = [], []
+    for task_id, actions in plays:
+        tic = time.perf_counter()
+        env.reset(options={"split": SPLIT, "task_id": task_id})
+        resets.append(time.perf_counter() - tic)
+        for action in actions:
+            tic = time.perf_counter()
+            env.step(action)
+            steps.append(time.perf_counter() - tic)
+    return resets, steps
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows for ``aem bench perf``: p50/p95 reset and step (ms) and steps/s, both engines."""
+    ids = _games(1 if quick else 3)
+    recorder = ALFWorldEnv()
+    plays = [(gid, _actions(recorder, gid, n)) for n, gid in enumerate(ids)]
+    recorder.close()
+    ours_env, base_env = ALFWorldEnv(engine="native"), ALFWorldEnv(engine="upstream")
+    try:
+        ours = _time(ours_env, plays)
+        base = _time(base_env, plays)
+    finally:
+        ours_env.close()
+        base_env.close()
+    n_steps = len(ours[1])
+    note = f"{len(ids)} bundled {SPLIT} games, {n_steps} steps; same actions on both engines"
+    rows = []
+    for name, ours_s, base_s in (("reset", ours[0], base[0]), ("step", ours[1], base[1])):
+        for q in (50, 95):
+            o, b = (float(np.percentile(x, q)) * 1e3 for x in (ours_s, base_s))
+            rows.append(_row(f"{name} p{q}", o, b, b / o, "ms", note))
+    o, b = n_steps / sum(ours[1]), n_steps / sum(base[1])
+    rows.append(_row("steps/s", o, b, o / b, "steps/s", note))
+    return rows
+
+
+def _row(metric: str, ours: float, base: float, ratio: float, unit: str, note: str) -> dict:
+    return {
+        "benchmark": BENCHMARK,
+        "metric": metric,
+        "ours": round(ours, 4),
+        "baseline": round(base, 4),
+        "ratio": round(ratio, 1),
+        "unit": unit,
+        "note": note,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="one game per task type")
+    args = parser.parse_args(argv)
+    rows = measure(quick=args.quick)
+    print(f"{'metric':<10} {'native':>12} {'upstream':>12} {'ratio':>8}  unit")
+    for row in rows:
+        print(
+            f"{row['metric']:<10} {row['ours']:>12.3f} {row['baseline']:>12.3f} "
+            f"{row['ratio']:>7.1f}x  {row['unit']}"
+        )
+    print(rows[0]["note"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,195 @@
+"""``aem/ALFWorld-v0`` on the bundled games (native engine) and on the real-data layout."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aem_envs.alfworld.env import ALFWorldEnv
+from aem_envs.alfworld.games import SPLITS, bundled_games
+from aem_envs.alfworld.pddl import TASK_TYPES, game_dict
+from aem_envs.core.errors import AEMError, DataError
+
+EVAL_SPLITS = ("valid_seen", "valid_unseen")
+
+
+def _expert_episode(env: ALFWorldEnv, split: str, task_id: str) -> dict:
+    env.reset(options={"split": split, "task_id": task_id})
+    done, info, actions = False, {}, []
+    while not done:
+        actions.append(env.expert_action())
+        _, _, terminated, truncated, info = env.step(actions[-1])
+        done = terminated or truncated
+    return {**info, "actions": actions}
+
+
+def test_make_in_a_fresh_interpreter() -> None:
+    code = (
+        "import gymnasium as gym\n"
+        "env = gym.make('aem_envs:aem/ALFWorld-v0')\n"
+        "obs, info = env.reset(seed=3)\n"
+        "assert 'Your task is to: ' in obs and info['admissible_actions'], obs\n"
+        "print(info['task_type'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in TASK_TYPES
+
+
+def test_bundled_set_sizes_and_summary() -> None:
+    summary = ALFWorldEnv.task_set_summary()
+    assert list(summary) == list(SPLITS)
+    for split in SPLITS:
+        games = bundled_games(split)
+        counts = {t: sum(g.task_type == t for g in games.values()) for t in TASK_TYPES}
+        assert summary[split] == counts
+        assert min(counts.values()) >= (60 if split == "train" else 12)
+
+
+def test_expert_wins_every_bundled_eval_game_with_its_stored_plan() -> None:
+    env = ALFWorldEnv()
+    for split in EVAL_SPLITS:
+        for task_id in env.task_ids(split):
+            info = _expert_episode(env, split, task_id)
+            assert info["won"] and info["score"] == 1.0, (split, task_id)
+            assert tuple(info["actions"]) == bundled_games(split)[task_id].plan
+
+
+def test_expert_recovers_after_a_detour() -> None:
+    env = ALFWorldEnv()
+    _, info = env.reset(options={"split": "valid_seen", "task_id": "pick_two_obj_and_place/000"})
+    rng = random.Random(1)
+    for _ in range(8):
+        _, _, _, _, info = env.step(rng.choice(info["admissible_actions"]))
+    assert not info["won"]
+    done = False
+    while not done:
+        _, _, terminated, truncated, info = env.step(env.expert_action())
+        done = terminated or truncated
+    assert info["won"]
+
+
+def test_random_admissible_policy_wins_rarely() -> None:
+    env = ALFWorldEnv()
+    rng = random.Random(0)
+    ids = env.task_ids("valid_unseen")
+    wins = 0
+    for task_id in ids:
+        _, info = env.reset(options={"split": "valid_unseen", "task_id": task_id})
+        done = False
+        while not done:
+            action = rng.choice(info["admissible_actions"])
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        assert info["step"] <= 50
+        wins += info["won"]
+    assert wins / len(ids) < 0.25
+
+
+def test_info_and_step_semantics() -> None:
+    env = ALFWorldEnv()
+    obs, info = env.reset(seed=7, options={"split": "valid_seen"})
+    assert info["task_type"] in TASK_TYPES
+    assert obs.endswith(f"Your task is to: {info['instruction']}.")
+    assert "look" in info["admissible_actions"]
+    obs, reward, terminated, truncated, info = env.step("fly to the moon")
+    assert obs == "Nothing happens." and not info["action_valid"]
+    assert not (terminated or truncated) and info["score"] == 0.0
+    obs, *_ = env.step("inventory")
+    assert obs == "You are not carrying anything."
+
+
+def test_step_limit_is_fifty() -> None:
+    env = ALFWorldEnv()
+    env.reset(seed=0)
+    results = [env.step("look") for _ in range(50)]
+    assert not any(r[3] for r in results[:-1]) and results[-1][3]
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"engine": "turbo"}, "engine='turbo'"),
+        ({"source": "webshop"}, "source='webshop'"),
+        ({"source": "bundled", "data_dir": "/tmp"}, "data_dir"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, message: str) -> None:
+    with pytest.raises(AEMError, match=message):
+        ALFWorldEnv(**kwargs)
+
+
+# ---------------------------------------------------------------------------------- real data
+def test_real_source_needs_a_data_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
+    with pytest.raises(DataError, match=r"\$ALFWORLD_DATA"):
+        ALFWorldEnv(source="alfworld")
+
+
+def test_real_data_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = tmp_path / "nowhere"
+    monkeypatch.setenv("ALFWORLD_DATA", str(missing))
+    with pytest.raises(DataError, match=re.escape(str(missing))):
+        ALFWorldEnv(source="alfworld")
+    with pytest.raises(DataError, match=r"json_2\.1\.1"):
+        ALFWorldEnv(data_dir=tmp_path)
+    (tmp_path / "json_2.1.1").mkdir()
+    env = ALFWorldEnv(data_dir=tmp_path)
+    with pytest.raises(DataError, match="valid_seen"):
+        env.reset(options={"split": "valid_seen"})
+    trial = tmp_path / "json_2.1.1" / "train" / "pick_and_place_simple-Mug-None-Desk-1" / "trial_1"
+    trial.mkdir(parents=True)
+    (trial / "traj_data.json").write_text("{not json")
+    (trial / "game.tw-pddl").write_text("{}")
+    with pytest.raises(DataError, match=r"traj_data\.json"):
+        ALFWorldEnv(data_dir=tmp_path).reset(options={"split": "train"})
+
+
+def _write_real_layout(root: Path, split: str, count: int) -> list[str]:
+    """ALFWorld's on-disk form of some bundled games (traj_data.json + game.tw-pddl)."""
+    ids = []
+    for record in list(bundled_games(split).values())[:count]:
+        goal = record.goal
+        trial = root / "json_2.1.1" / split / f"{record.task_type}-{goal.obj}-x" / "trial_1"
+        trial.mkdir(parents=True)
+        traj = {
+            "task_type": record.task_type,
+            "pddl_params": {
+                "object_target": goal.obj,
+                "parent_target": goal.recep,
+                "toggle_target": goal.toggle,
+                "mrecep_target": "",
+                "object_sliced": False,
+            },
+        }
+        (trial / "traj_data.json").write_text(json.dumps(traj))
+        game = game_dict(record.problem, record.instruction)
+        (trial / "game.tw-pddl").write_text(json.dumps(game))
+        ids.append(f"{trial.parent.name}/{trial.name}")
+    return ids
+
+
+def test_real_layout_plays_on_the_native_engine(tmp_path: Path, alfworld_engine: None) -> None:
+    ids = _write_real_layout(tmp_path, "valid_seen", 6)
+    env = ALFWorldEnv(data_dir=tmp_path)
+    assert sorted(env.task_ids("valid_seen")) == sorted(ids)
+    for task_id in ids:
+        assert _expert_episode(env, "valid_seen", task_id)["won"], task_id
+
+
+@pytest.mark.slow
+def test_real_layout_with_the_handcoded_expert_upstream(
+    tmp_path: Path, alfworld_engine: None
+) -> None:
+    ids = _write_real_layout(tmp_path, "valid_unseen", 1)
+    env = ALFWorldEnv(data_dir=tmp_path, engine="upstream")
+    try:
+        info = _expert_episode(env, "valid_unseen", ids[0])
+    finally:
+        env.close()
+    assert info["won"]

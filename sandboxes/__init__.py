@@ -23,6 +23,7 @@ from .images import (
     ensure_base_rootfs,
     ensure_env_image,
     ensure_instance_image,
+    image_available,
     rootfs_for_image,
 )
 from .reaper import gc
@@ -40,6 +41,7 @@ __all__ = [
     "ensure_env_image",
     "ensure_instance_image",
     "gc",
+    "image_available",
     "open_sandbox",
     "resolve_backend",
     "rootfs_for_image",

@@ -24,9 +24,14 @@ def docker_unavailable_reason() -> str | None:
         return "no Docker socket at /var/run/docker.sock and DOCKER_HOST is unset"
     try:
         client = docker.from_env(timeout=5)
-        client.ping()
     except Exception as exc:  # any failure means "no engine"
         return f"no Docker engine answers ({type(exc).__name__}: {exc})"
+    try:
+        client.ping()
+    except Exception as exc:
+        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
+    finally:
+        client.close()
     return None
 
 
@@ -88,8 +93,8 @@ def open_sandbox(
         from .reaper import gc_opportunistically
 
         client = docker_client()
-        gc_opportunistically(client)
-        return DockerSandbox(image, limits=limits, workdir=workdir, client=client)
+        gc_opportunistically(client)  # never raises
+        return DockerSandbox(image, limits=limits, workdir=workdir, client=client, own_client=True)
     from .bwrap_sandbox import BwrapSandbox, gc_scratch
 
     gc_scratch()  # scratch copies of processes that died without closing their sandboxes

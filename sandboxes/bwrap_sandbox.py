@@ -1,10 +1,12 @@
 """The bubblewrap backend, for hosts without a Docker engine.
 
 Each command is a fresh ``bwrap`` over the image's root file system (read-only), with new
-IPC, PID, network, UTS and cgroup namespaces (only loopback exists) and two private writable
-folders that persist between commands: a copy of the workdir and ``/tmp`` (both on disk, in
-the sandbox's scratch folder; ``Limits.tmp_size`` is not applied). When the command's process
-ends, its PID namespace dies with everything it started (``setsid`` included). Resource
+IPC, PID, network, UTS and cgroup namespaces (only loopback exists) and private writable
+folders that persist between commands: copies of the workdir and ``/usr/local``, and empty
+``/tmp`` and ``/var/tmp`` (all on disk, in the sandbox's scratch folder; ``Limits.tmp_size``
+is not applied). Those are the places where Docker-backed tasks write (a grader puts its
+scripts in ``/var/tmp``), so the same task runs under either backend. When the command's
+process ends, its PID namespace dies with everything it started (``setsid`` included). Resource
 limits are rlimits set before ``bwrap`` starts: processes (``RLIMIT_NPROC``), address space
 per process (``RLIMIT_AS``, from ``Limits.memory``), file size and core dumps. The host kills
 the whole process group at the time limit.
@@ -41,6 +43,8 @@ from .output import BoundedBuffer, OutputCollector
 from .owner import current_owner
 
 NOBODY = 65534
+# World-writable temporary directories (sandbox path → scratch folder name), empty at start.
+_TEMPORARY = {"/tmp": "tmp", "/var/tmp": "var-tmp"}
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _ENVIRONMENT = {
     "PATH": _PATH,
@@ -109,8 +113,9 @@ class BwrapSandbox(Sandbox):
         root = scratch_root()
         root.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{owner.pid}-{owner.start}-", dir=root))
-        (scratch / "tmp").mkdir(mode=0o1777)
-        (scratch / "tmp").chmod(0o1777)
+        for name in _TEMPORARY.values():
+            (scratch / name).mkdir()
+            (scratch / name).chmod(0o1777)  # mkdir's mode is cut by the umask
         try:
             for inside, name in self._writable().items():
                 source = self.rootfs / inside.lstrip("/")
@@ -127,7 +132,7 @@ class BwrapSandbox(Sandbox):
         return scratch
 
     def host_path(self, name: str) -> Path:
-        """Host folder behind a scratch directory: ``"tmp"`` or a value of ``_writable()``."""
+        """Host folder behind a scratch directory (``"tmp"``, ``"var-tmp"``, ``"work"``…)."""
         return self._scratch / name
 
     def save_as_rootfs(self, target: Path) -> None:
@@ -172,7 +177,8 @@ class BwrapSandbox(Sandbox):
         for inside, name in self._writable().items():
             argv += ["--bind", str(self._scratch / name), inside]
         argv += ["--dev", "/dev", "--proc", "/proc"]
-        argv += ["--bind", str(self._scratch / "tmp"), "/tmp"]
+        for inside, name in _TEMPORARY.items():
+            argv += ["--bind", str(self._scratch / name), inside]
         argv += ["--chdir", workdir, "--clearenv"]
         for key, value in _ENVIRONMENT.items():
             argv += ["--setenv", key, value]
@@ -215,33 +221,35 @@ class BwrapSandbox(Sandbox):
         One sink merges stderr into stdout. Returns ``(exit_code, timed_out)``.
         """
         merge = len(sinks) == 1
-        proc = subprocess.Popen(
+        with subprocess.Popen(  # leaving the block closes the pipes
             self._argv(workdir, command),
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT if merge else subprocess.PIPE,
             preexec_fn=self._set_rlimits,
             start_new_session=True,
-        )
-        streams = [proc.stdout] if merge else [proc.stdout, proc.stderr]
-        readers = [
-            threading.Thread(target=_pump, args=(stream, sink), daemon=True)
-            for stream, sink in zip(streams, sinks, strict=True)
-        ]
-        if stdin is not None:
-            readers.append(threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True))
-        for reader in readers:
-            reader.start()
-        timed_out = False
-        try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            code = proc.wait()
-        for reader in readers:
-            reader.join()
+        ) as proc:
+            streams = [proc.stdout] if merge else [proc.stdout, proc.stderr]
+            readers = [
+                threading.Thread(target=_pump, args=(stream, sink), daemon=True)
+                for stream, sink in zip(streams, sinks, strict=True)
+            ]
+            if stdin is not None:
+                readers.append(
+                    threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+                )
+            for reader in readers:
+                reader.start()
+            timed_out = False
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                code = proc.wait()
+            for reader in readers:
+                reader.join()
         return (137 if timed_out or code < 0 else code), timed_out
 
     def _run(self, cmd: str, timeout: float, workdir: str, output_chars: int) -> ExecResult:

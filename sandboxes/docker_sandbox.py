@@ -21,13 +21,11 @@ Containment, and why each piece is there:
 from __future__ import annotations
 
 import contextlib
-import io
-import shlex
-import tarfile
+import socket
 import threading
 import time
-import uuid
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 from aem_envs.core.errors import require
@@ -64,6 +62,11 @@ _WRAPPER = (
 # and reap the orphans that commands leave, which ``sleep infinity`` would not do. Its
 # sleeping child may be killed; the loop starts another. Sandboxes are removed with SIGKILL.
 _KEEPER = "trap '' TERM INT HUP; while :; do sleep 86400 & wait $!; done"
+# Writes standard input to "$2" (relative to the directory "$1"), creating its parents. What
+# is left of the input after a failure is drained, so that the upload never stalls.
+_WRITER = (
+    'cd -- "$1" && mkdir -p -- "$(dirname -- "$2")" && cat > "$2"; rc=$?; cat > /dev/null; exit $rc'
+)
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
 
@@ -73,7 +76,11 @@ def _docker_module() -> Any:
 
 
 def docker_client(timeout: float = 120.0) -> Any:
-    """A client for the engine named by the environment (``DOCKER_HOST``) or the local socket."""
+    """A client for the engine named by the environment (``DOCKER_HOST``) or the local socket.
+
+    The caller owns it and must ``close()`` it (or use :func:`client_session`): a client
+    keeps a pool of open sockets until then.
+    """
     docker = _docker_module()
     try:
         return docker.from_env(timeout=int(timeout))
@@ -83,7 +90,26 @@ def docker_client(timeout: float = 120.0) -> Any:
         ) from exc
 
 
+@contextlib.contextmanager
+def client_session(client: Any = None) -> Iterator[Any]:
+    """Yield ``client``, or a new client that is closed on exit when none was given."""
+    if client is not None:
+        yield client
+        return
+    owned = docker_client()
+    try:
+        yield owned
+    finally:
+        owned.close()
+
+
 class DockerSandbox(Sandbox):
+    """A sandbox in one container of the local Docker engine.
+
+    ``client``: an engine client to use; the sandbox closes it on :meth:`close` only when
+    ``own_client`` is true, and always closes the client it creates itself.
+    """
+
     backend = "docker"
 
     def __init__(
@@ -93,24 +119,32 @@ class DockerSandbox(Sandbox):
         limits: Limits | None = None,
         workdir: str = "/testbed",
         client: Any = None,
+        own_client: bool = False,
     ) -> None:
         super().__init__(image, limits or Limits(), workdir)
         self._docker = _docker_module()
+        owned = client is None or own_client
         self._client = client or docker_client()
         self._lock = threading.Lock()
         api = self._client.api
         try:
             created = api.create_container(image, **self._create_options())
         except self._docker.errors.ImageNotFound:
+            if owned:
+                self._client.close()
             raise SandboxError(
                 f"the Docker image {image!r} is not present locally; build it "
                 "(`aem sandbox build` for aem's images) or load it with `docker load -i FILE` "
                 "— nothing is pulled from a registry"
             ) from None
         except self._docker.errors.APIError as exc:
+            if owned:
+                self._client.close()
             raise SandboxError(f"could not create a container from {image!r}: {exc}") from exc
         self.container_id: str = created["Id"]
-        self._finalizer = weakref.finalize(self, _remove_quietly, self._client, self.container_id)
+        self._finalizer = weakref.finalize(
+            self, _remove_quietly, self._client, self.container_id, owned
+        )
         try:
             api.start(self.container_id)
         except self._docker.errors.APIError as exc:
@@ -158,7 +192,8 @@ class DockerSandbox(Sandbox):
     def _run(self, cmd: str, timeout: float, workdir: str, output_chars: int) -> ExecResult:
         collector = OutputCollector(output_chars)
         start = time.monotonic()
-        code, notes = self._exec(cmd, timeout, workdir, merge=True, sinks=(collector.feed,))
+        argv = _wrapped(cmd, timeout, workdir, merge=True)
+        code, notes = self._exec(argv, timeout, merge=True, sinks=(collector.feed,))
         text, clipped = collector.render()
         timed_out = code == 137 and time.monotonic() - start >= timeout
         if timed_out:
@@ -169,33 +204,44 @@ class DockerSandbox(Sandbox):
 
     def _run_raw(self, script: str, timeout: float) -> tuple[int, bytes, bytes]:
         out, err = BoundedBuffer(MAX_FILE_BYTES), BoundedBuffer(64 << 10)
-        code, notes = self._exec(script, timeout, self.workdir, merge=False, sinks=(out, err))
+        argv = _wrapped(script, timeout, self.workdir, merge=False)
+        code, notes = self._exec(argv, timeout, merge=False, sinks=(out, err))
         if out.overflow:
             raise SandboxFileError(f"output larger than {MAX_FILE_BYTES} bytes")
         return code, bytes(out.data), bytes(err.data) + "\n".join(notes).encode()
 
     def _exec(
-        self, cmd: str, timeout: float, workdir: str, *, merge: bool, sinks: tuple[Any, ...]
+        self,
+        argv: list[str],
+        timeout: float,
+        *,
+        merge: bool,
+        sinks: tuple[Any, ...],
+        stdin: bytes | None = None,
     ) -> tuple[int, list[str]]:
-        """Run one wrapped command; return its exit code and notes about recoveries."""
+        """Run ``argv`` in the container; return its exit code and notes about recoveries.
+
+        ``stdin``, when given, is sent as the process's standard input, then closed.
+        """
         notes: list[str] = []
-        argv = ["sh", "-c", _WRAPPER, "aem", cmd, f"{timeout:.3f}", workdir, "1" if merge else ""]
+        options = {"stdin": stdin is not None, "tty": False}
         with self._lock:
             api = self._client.api
             try:
-                exec_id = api.exec_create(self.container_id, argv, stdin=False, tty=False)["Id"]
+                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
             except self._docker.errors.APIError as exc:
                 if exc.status_code != 409:  # 409: the container is not running
                     raise SandboxError(f"docker exec failed: {exc}") from exc
                 self._recycle()
                 notes.append("[sandbox restarted: its container had stopped]")
-                exec_id = api.exec_create(self.container_id, argv, stdin=False, tty=False)["Id"]
-            reader = _StreamReader(api, exec_id, sinks, demux=not merge)
+                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
+            reader = _ExecStream(api, exec_id, sinks, merge=merge, stdin=stdin)
             reader.start()
             reader.join(timeout + _CLIENT_GRACE)
             if reader.is_alive():
                 self._recycle()
                 reader.join(_CLIENT_GRACE)
+                reader.cancel()  # unblocks a reader the recycle did not end
                 notes.append("[sandbox restarted: the command did not stop at its time limit]")
                 return 137, notes
             if reader.error is not None:
@@ -213,34 +259,23 @@ class DockerSandbox(Sandbox):
     # -- files ----------------------------------------------------------------------------
 
     def write_file(self, path: str, text: str | bytes) -> None:
-        """Upload with ``put_archive`` to the container's own layer, then move it in place.
+        """Stream the bytes into ``cat > path`` on the standard input of an exec.
 
-        Why two steps: ``put_archive`` writes beneath tmpfs mounts such as ``/tmp`` (the file
-        would be invisible), and ``cat >`` resolves the path exactly as the agent's shell
-        does, symlinks and existing permissions included.
+        Why not ``put_archive``: the engine unpacks archives into the container's layer,
+        beneath any mount, so a file sent to the tmpfs ``/tmp`` would never be seen. A shell
+        in the container resolves the path exactly as the agent's commands do — mounts,
+        symlinks and permissions included — and it is one round trip fewer.
         """
         self._check_open()
         data = text.encode("utf-8") if isinstance(text, str) else text
-        staging = f".aem-upload-{uuid.uuid4().hex}"
-        archive = io.BytesIO()
-        with tarfile.open(fileobj=archive, mode="w") as tar:
-            info = tarfile.TarInfo(staging)
-            info.size = len(data)
-            info.mode = 0o600
-            info.mtime = int(time.time())
-            tar.addfile(info, io.BytesIO(data))
-        try:
-            self._client.api.put_archive(self.container_id, "/", archive.getvalue())
-        except self._docker.errors.APIError as exc:
-            raise SandboxFileError(f"cannot upload {path} to the sandbox: {exc}") from exc
-        target = shlex.quote(path)
-        script = (
-            f'trap \'rm -f "/{staging}"\' EXIT; mkdir -p -- "$(dirname -- {target})" && '
-            f'cat "/{staging}" > {target}'
+        output = BoundedBuffer(64 << 10)  # only error messages: cat prints nothing else
+        argv = ["sh", "-c", _WRITER, "aem", self.workdir, path]
+        code, notes = self._exec(
+            argv, self.limits.command_timeout, merge=True, sinks=(output,), stdin=data
         )
-        code, _, error = self._run_raw(script, self.limits.command_timeout)
         if code != 0:
-            message = error.decode("utf-8", errors="replace").strip() or f"exit code {code}"
+            message = bytes(output.data).decode("utf-8", errors="replace").strip()
+            message = "\n".join(filter(None, [message, *notes])) or f"exit code {code}"
             raise SandboxFileError(f"cannot write {path} in the sandbox: {message}")
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -249,31 +284,97 @@ class DockerSandbox(Sandbox):
         self._finalizer()
 
 
-def _remove_quietly(client: Any, container_id: str) -> None:
-    """Remove a container (SIGKILL, no graceful stop: nothing inside needs one)."""
-    try:
+def _remove_quietly(client: Any, container_id: str, close_client: bool) -> None:
+    """Remove a container (SIGKILL, no graceful stop: nothing inside needs one).
+
+    With ``close_client``, the client's sockets are closed too (the sandbox owned it).
+    """
+    with contextlib.suppress(Exception):  # an interpreter-exit finalizer must never raise
         client.api.remove_container(container_id, force=True)
-    except Exception:  # an interpreter-exit finalizer must never raise
-        return
+    if close_client:
+        with contextlib.suppress(Exception):
+            client.close()
 
 
-class _StreamReader(threading.Thread):
-    """Reads an exec's output stream into sinks, so the caller can bound the wait."""
+def _wrapped(cmd: str, timeout: float, workdir: str, *, merge: bool) -> list[str]:
+    """The argv that runs ``cmd`` under :data:`_WRAPPER`'s time limit and cleanup."""
+    return ["sh", "-c", _WRAPPER, "aem", cmd, f"{timeout:.3f}", workdir, "1" if merge else ""]
 
-    def __init__(self, api: Any, exec_id: str, sinks: tuple[Any, ...], *, demux: bool) -> None:
+
+class _ExecStream(threading.Thread):
+    """Runs one started exec's I/O: sends its stdin, reads its output frames into sinks.
+
+    On a thread so that the caller can bound the wait. The exec takes over ("hijacks") an
+    HTTP connection of its own, which never returns to the client's pool: it is closed here
+    when the output ends, and :meth:`cancel` ends a read that would block forever.
+    """
+
+    def __init__(
+        self,
+        api: Any,
+        exec_id: str,
+        sinks: tuple[Any, ...],
+        *,
+        merge: bool,
+        stdin: bytes | None,
+    ) -> None:
         super().__init__(daemon=True, name="aem-sandbox-exec")
-        self.api, self.exec_id, self.sinks, self.demux = api, exec_id, sinks, demux
+        self.api, self.exec_id, self.sinks, self.merge, self.stdin = (
+            api,
+            exec_id,
+            sinks,
+            merge,
+            stdin,
+        )
         self.error: BaseException | None = None
+        self._socket: Any = None
 
     def run(self) -> None:
+        from docker.utils.socket import STDERR, frames_iter
+
         try:
-            stream = self.api.exec_start(self.exec_id, stream=True, demux=self.demux)
-            for chunk in stream:
-                if not self.demux:
-                    self.sinks[0](chunk)
-                    continue
-                for sink, part in zip(self.sinks, chunk, strict=True):
-                    if part:
-                        sink(part)
+            self._socket = self.api.exec_start(self.exec_id, socket=True)
+            if self.stdin is not None:
+                self._send(self.stdin)
+            for stream, chunk in frames_iter(self._socket, False):
+                if chunk:
+                    self.sinks[1 if stream == STDERR and not self.merge else 0](chunk)
         except Exception as exc:  # reported to the caller's thread
             self.error = exc
+        finally:
+            self._release()
+
+    def _send(self, data: bytes) -> None:
+        """Write ``data`` and half-close the connection: the process then reads end of file.
+
+        A process that exits early makes the engine drop the connection; the send error is
+        then moot, its exit code and output say what happened.
+        """
+        raw = _raw_socket(self._socket)
+        with contextlib.suppress(OSError):
+            raw.sendall(data)
+            raw.shutdown(socket.SHUT_WR)
+
+    def cancel(self) -> None:
+        """Shut the connection down, so that a blocked read returns (and the thread ends)."""
+        sock = self._socket
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                _raw_socket(sock).shutdown(socket.SHUT_RDWR)
+
+    def _release(self) -> None:
+        """Close the HTTP response first (it holds a file on the socket), then the socket."""
+        sock, self._socket = self._socket, None
+        if sock is None:
+            return
+        raw, response = _raw_socket(sock), getattr(sock, "_response", None)
+        with contextlib.suppress(Exception):
+            if response is not None:
+                response.close()
+        with contextlib.suppress(OSError):
+            raw.close()
+
+
+def _raw_socket(sock: Any) -> Any:
+    """The OS socket behind what ``exec_start(socket=True)`` returns (a ``SocketIO`` or it)."""
+    return getattr(sock, "_sock", sock)

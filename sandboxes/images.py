@@ -36,7 +36,7 @@ from typing import Any
 from aem_envs.core.errors import DataError
 
 from .base import SandboxError
-from .docker_sandbox import docker_client
+from .docker_sandbox import client_session
 from .owner import current_owner
 
 RECIPES = Path(__file__).with_name("recipes")
@@ -44,6 +44,8 @@ REPOSITORY = "aem-sandbox"
 KIND_LABEL = "aem.sandbox.kind"
 # File at the top of a layer root file system built without Docker; holds the tag.
 LAYER_MARK = ".aem-layer"
+# In an exported root file system: the id of the Docker image it was unpacked from.
+_EXPORT_MARK = ".aem-image-id"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # Debian major version → suite, for hosts whose os-release lacks VERSION_CODENAME.
 _SUITES = {"11": "bullseye", "12": "bookworm", "13": "trixie", "14": "forky"}
@@ -235,7 +237,11 @@ def _image_exists(client: Any, tag: str) -> bool:
 
 def ensure_base_image(*, client: Any = None, progress: Progress | None = stderr_progress) -> str:
     """Return the base image's tag, building it (debootstrap + ``docker import``) if absent."""
-    client = client or docker_client()
+    with client_session(client) as session:
+        return _ensure_base_image(session, progress)
+
+
+def _ensure_base_image(client: Any, progress: Progress | None) -> str:
     tag = base_tag()
     if _image_exists(client, tag):
         return tag
@@ -262,11 +268,43 @@ def ensure_base_image(*, client: Any = None, progress: Progress | None = stderr_
     return tag
 
 
-def _use_docker(client: Any) -> bool:
-    """Layers go to Docker when a client was given or an engine answers, else to bwrap."""
-    from .backends import docker_unavailable_reason
+def _use_docker(client: Any, backend: str) -> bool:
+    """Whether layers are built as Docker images (else as root file systems for bubblewrap).
 
-    return client is not None or docker_unavailable_reason() is None
+    ``backend`` is the sandbox backend that will run them: ``docker`` and ``bwrap`` decide
+    (an explicit ``bwrap`` builds root file systems even where an engine answers, rather than
+    building images only to export them); ``auto`` builds with Docker when a client was given
+    or an engine answers.
+    """
+    from .backends import resolve_backend
+
+    if backend == "auto" and client is not None:
+        return True
+    return resolve_backend(backend) == "docker"
+
+
+def image_available(image: str, *, backend: str = "auto") -> bool:
+    """Whether ``image`` can run under ``backend`` now, without building anything.
+
+    For Docker: the engine has the tag. For bubblewrap: ``image`` is a directory, or its root
+    file system is in the cache (the base's, a layer built without Docker, or an export), or
+    an engine answers and has the tag (it is exported on first use).
+    """
+    from .backends import docker_unavailable_reason, resolve_backend
+
+    chosen = resolve_backend(backend)
+    if chosen == "bwrap":
+        if os.path.isdir(image):
+            return True
+        if image == base_tag():
+            return (base_rootfs_path() / "usr" / "bin" / "python3").exists()
+        marks = (rootfs_path(image) / LAYER_MARK, _export_path(image) / _EXPORT_MARK)
+        if any(mark.exists() for mark in marks):
+            return True
+        if docker_unavailable_reason() is not None:
+            return False
+    with client_session() as client:
+        return _image_exists(client, image)
 
 
 def ensure_env_image(
@@ -275,6 +313,7 @@ def ensure_env_image(
     *,
     base_image: str | None = None,
     client: Any = None,
+    backend: str = "auto",
     progress: Progress | None = stderr_progress,
 ) -> str:
     """Return the tag of the base image plus Python packages installed from local wheels.
@@ -282,14 +321,15 @@ def ensure_env_image(
     ``wheels`` are ``.whl`` files copied into the build; ``requirements`` are pip
     requirement lines resolved against them only (``--no-index``). With no requirements,
     every given wheel is installed. With neither, the base image itself is returned, since an
-    empty layer would only cost a build. Without a Docker engine the layer is built as a root
-    file system for the bubblewrap backend, under the same tag.
+    empty layer would only cost a build. For the bubblewrap backend (``backend="bwrap"``, or
+    ``auto`` without a Docker engine) the layer is built as a root file system, under the same
+    tag.
     """
     files = [Path(w) for w in wheels]
     for path in files:
         if not path.is_file() or path.suffix != ".whl":
             raise DataError(f"{path} is not a wheel file; pass paths of local .whl files")
-    base = base_image or ensure_base(client, progress)
+    base = base_image or ensure_base(client, progress, backend=backend)
     if not files and not requirements:
         return base
     dockerfile = (RECIPES / "Dockerfile.env").read_text()
@@ -310,7 +350,7 @@ def ensure_env_image(
         shutil.copyfile(RECIPES / "install-wheels.sh", context / "install-wheels.sh")
 
     layer = _Layer(tag, "env", base, dockerfile, fill, {"BASE_IMAGE": base}, ["install-wheels.sh"])
-    layer.build(client, progress)
+    layer.build(client, progress, backend)
     return tag
 
 
@@ -321,6 +361,7 @@ def ensure_instance_image(
     env_image: str | None = None,
     setup_commands: Sequence[str] = (),
     client: Any = None,
+    backend: str = "auto",
     progress: Progress | None = stderr_progress,
 ) -> str:
     """Return the tag of an image with a repository at ``/testbed``, checked out at ``commit``.
@@ -328,15 +369,16 @@ def ensure_instance_image(
     ``bundle`` is a ``git bundle`` file holding ``commit``; ``env_image`` defaults to the base
     image; ``setup_commands`` run in ``/testbed`` after the checkout (``bash -eux``, no
     network), e.g. ``pip install --no-index --no-build-isolation -e .``. The tag hashes the
-    bundle's bytes, the commit, the commands and the parent image. Without a Docker engine
-    the layer is built as a root file system for the bubblewrap backend, under the same tag.
+    bundle's bytes, the commit, the commands and the parent image. For the bubblewrap backend
+    (``backend="bwrap"``, or ``auto`` without a Docker engine) the layer is built as a root
+    file system, under the same tag.
     """
     bundle_path = Path(bundle)
     if not bundle_path.is_file():
         raise DataError(f"git bundle {bundle_path} does not exist; create one with `git bundle`")
     if not commit or any(ch.isspace() for ch in commit):
         raise DataError(f"base commit {commit!r} is not a commit id")
-    parent = env_image or ensure_base(client, progress)
+    parent = env_image or ensure_base(client, progress, backend=backend)
     dockerfile = (RECIPES / "Dockerfile.instance").read_text()
     checkout = (RECIPES / "checkout.sh").read_text()
     setup = "".join(f"{command}\n" for command in setup_commands)
@@ -350,18 +392,19 @@ def ensure_instance_image(
         (context / "setup.sh").write_text(setup)
 
     buildargs = {"ENV_IMAGE": parent, "BASE_COMMIT": commit}
-    _Layer(tag, "instance", parent, dockerfile, fill, buildargs, ["checkout.sh", commit]).build(
-        client, progress
-    )
+    layer = _Layer(tag, "instance", parent, dockerfile, fill, buildargs, ["checkout.sh", commit])
+    layer.build(client, progress, backend)
     return tag
 
 
-def ensure_base(client: Any = None, progress: Progress | None = stderr_progress) -> str:
-    """The base tag, built as a Docker image when an engine answers, else as a root file system.
+def ensure_base(
+    client: Any = None, progress: Progress | None = stderr_progress, *, backend: str = "auto"
+) -> str:
+    """The base tag, built as a Docker image or as a root file system (see ``_use_docker``).
 
     Either way the tag then runs under the available backend.
     """
-    if _use_docker(client):
+    if _use_docker(client, backend):
         return ensure_base_image(client=client, progress=progress)
     ensure_base_rootfs(progress)
     return base_tag()
@@ -383,10 +426,11 @@ class _Layer:
     buildargs: dict[str, str]
     script: list[str]
 
-    def build(self, client: Any, progress: Progress | None) -> None:
+    def build(self, client: Any, progress: Progress | None, backend: str) -> None:
         show = progress or (lambda _line: None)
-        if _use_docker(client):
-            self._docker_build(client or docker_client(), show)
+        if _use_docker(client, backend):
+            with client_session(client) as session:
+                self._docker_build(session, show)
         else:
             self._bwrap_build(show)
 
@@ -471,11 +515,11 @@ def rootfs_for_image(image: str, *, progress: Progress | None = stderr_progress)
         return ensure_base_rootfs(progress)
     if (rootfs_path(image) / LAYER_MARK).exists():
         return rootfs_path(image)
-    target = cache_dir() / "rootfs" / ("export_" + _digest(image))
+    target = _export_path(image)
     from .backends import docker_unavailable_reason
 
     if docker_unavailable_reason() is not None:
-        if (target / ".aem-image-id").exists():
+        if (target / _EXPORT_MARK).exists():
             return target
         raise SandboxError(
             f"no root file system for image {image!r}: without a Docker engine only the base "
@@ -484,22 +528,27 @@ def rootfs_for_image(image: str, *, progress: Progress | None = stderr_progress)
         )
     import docker
 
-    client = docker_client()
-    try:
-        image_id = client.images.get(image).id
-    except docker.errors.ImageNotFound:
-        raise SandboxError(
-            f"the Docker image {image!r} is not present locally; build it "
-            "(`aem sandbox build`) or load it with `docker load -i FILE`"
-        ) from None
-    marker = target / ".aem-image-id"
-    if marker.exists() and marker.read_text() == image_id:
-        return target
-    with _build_lock():
+    with client_session() as client:
+        try:
+            image_id = client.images.get(image).id
+        except docker.errors.ImageNotFound:
+            raise SandboxError(
+                f"the Docker image {image!r} is not present locally; build it "
+                "(`aem sandbox build`) or load it with `docker load -i FILE`"
+            ) from None
+        marker = target / _EXPORT_MARK
         if marker.exists() and marker.read_text() == image_id:
             return target
-        _export(client, image, image_id, target, progress or (lambda _line: None))
+        with _build_lock():
+            if marker.exists() and marker.read_text() == image_id:
+                return target
+            _export(client, image, image_id, target, progress or (lambda _line: None))
     return target
+
+
+def _export_path(image: str) -> Path:
+    """Where a Docker image's file system is unpacked for the bubblewrap backend."""
+    return cache_dir() / "rootfs" / ("export_" + _digest(image))
 
 
 def _export(client: Any, image: str, image_id: str, target: Path, progress: Progress) -> None:
@@ -520,7 +569,7 @@ def _export(client: Any, image: str, image_id: str, target: Path, progress: Prog
             tar.stdin.close()
         if tar.returncode != 0:
             raise SandboxError(f"unpacking {image} failed (tar exit {tar.returncode})")
-        (staging / ".aem-image-id").write_text(image_id)
+        (staging / _EXPORT_MARK).write_text(image_id)
         staging.chmod(0o755)  # mkdtemp's 0700 would lock out the sandbox's unprivileged user
         if target.exists():
             shutil.rmtree(target)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .docker_sandbox import DockerSandbox, docker_client
+from .docker_sandbox import DockerSandbox, client_session
 
 
 def _median_seconds(samples: list[float]) -> float:
@@ -32,24 +32,24 @@ def _timed(action: Callable[[], Any]) -> float:
 
 def measure_docker(image: str, *, repeats: int = 20, command: str = "true") -> dict[str, float]:
     """Return median seconds of sandbox start/close and of one command through each path."""
-    client = docker_client()
-    starts, closes = [], []
-    for _ in range(max(3, repeats // 4)):
-        start = time.perf_counter()
-        box = DockerSandbox(image, client=client)
-        box.exec("true")
-        starts.append(time.perf_counter() - start)
-        closes.append(_timed(box.close))
-    sandbox_exec, raw_exec, cli_exec = [], [], []
-    with DockerSandbox(image, client=client) as box:
-        container = client.containers.get(box.container_id)
-        cli = shutil.which("docker")
-        for _ in range(repeats):
-            sandbox_exec.append(_timed(lambda: box.exec(command)))
-            raw_exec.append(_timed(lambda: container.exec_run(["bash", "-c", command])))
-            if cli is not None:
-                argv = [cli, "exec", box.container_id, "bash", "-c", command]
-                cli_exec.append(_timed(lambda argv=argv: subprocess.run(argv, check=True)))
+    with client_session() as client:
+        starts, closes = [], []
+        for _ in range(max(3, repeats // 4)):
+            start = time.perf_counter()
+            box = DockerSandbox(image, client=client)
+            box.exec("true")
+            starts.append(time.perf_counter() - start)
+            closes.append(_timed(box.close))
+        sandbox_exec, raw_exec, cli_exec = [], [], []
+        with DockerSandbox(image, client=client) as box:
+            container = client.containers.get(box.container_id)
+            cli = shutil.which("docker")
+            for _ in range(repeats):
+                sandbox_exec.append(_timed(lambda: box.exec(command)))
+                raw_exec.append(_timed(lambda: container.exec_run(["bash", "-c", command])))
+                if cli is not None:
+                    argv = [cli, "exec", box.container_id, "bash", "-c", command]
+                    cli_exec.append(_timed(lambda argv=argv: subprocess.run(argv, check=True)))
     result = {
         "start_s": _median_seconds(starts),
         "close_s": _median_seconds(closes),

@@ -40,10 +40,13 @@ def gc(*, client: Any = None, everything: bool = False) -> list[Reaped]:
     ``everything=True`` removes all sandbox containers, live owners included (use it only
     when no aem process is running).
     """
-    if client is None:
-        from .docker_sandbox import docker_client
+    from .docker_sandbox import client_session
 
-        client = docker_client()
+    with client_session(client) as session:
+        return _reap(session, everything)
+
+
+def _reap(client: Any, everything: bool) -> list[Reaped]:
     import docker
 
     removed: list[Reaped] = []

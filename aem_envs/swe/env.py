@@ -137,29 +137,17 @@ class SWEEnv(TextEnv):
     def image_for(self, instance: SWEInstance) -> str:
         """The image of ``instance``: built from its bundle once, or an existing local image."""
         if instance.instance_id not in self._images:
-            from sandboxes import ensure_instance_image
+            from sandboxes import ensure_instance_image, image_available
             from sandboxes.backends import resolve_backend
-            from sandboxes.docker_sandbox import docker_client
 
-            if resolve_backend(self.backend) != "docker":
-                raise AEMError(
-                    "aem/SWE-v0 builds and finds instance images with a Docker engine; "
-                    "start dockerd (the bubblewrap backend cannot build images)"
-                )
-            client = docker_client()
-
-            def exists(tag: str) -> bool:
-                return bool(client.images.list(name=tag))
+            backend = resolve_backend(self.backend)
 
             def build(bundle: Path, commit: str) -> str:
-                return ensure_instance_image(bundle, commit, client=client)
+                return ensure_instance_image(bundle, commit, backend=backend)
 
-            try:
-                self._images[instance.instance_id] = ensure_image(
-                    instance, image_exists=exists, build=build
-                )
-            finally:
-                client.close()
+            self._images[instance.instance_id] = ensure_image(
+                instance, image_exists=lambda tag: image_available(tag, backend=backend), build=build
+            )
         return self._images[instance.instance_id]
 
     # ------------------------------------------------------------------ episode

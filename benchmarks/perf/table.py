@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,9 @@ _CHILD = (
 )
 
 
+_FRAME = re.compile(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+
+
 class PerfModuleError(RuntimeError):
     """A perf module failed or timed out; the message becomes the row's note."""
 
@@ -55,9 +59,18 @@ def measure_module(module: str, *, quick: bool, timeout: float = MODULE_TIMEOUT)
         except subprocess.TimeoutExpired as exc:
             raise PerfModuleError(f"timed out after {timeout:.0f} s") from exc
         if proc.returncode != 0:
-            lines = [line for line in proc.stderr.splitlines() if line.strip()]
-            raise PerfModuleError(lines[-1] if lines else f"exit status {proc.returncode}")
+            raise PerfModuleError(_failure(proc.stderr, proc.returncode))
         return json.loads(out.read_text())
+
+
+def _failure(stderr: str, returncode: int) -> str:
+    """The last line of a traceback plus the innermost ``file:line`` it names."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if not lines:
+        return f"exit status {returncode}"
+    frames = [m for m in map(_FRAME.match, lines) if m]
+    where = f" ({Path(frames[-1]['file']).name}:{frames[-1]['line']})" if frames else ""
+    return lines[-1] + where
 
 
 def collect(

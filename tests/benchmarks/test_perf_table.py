@@ -45,7 +45,7 @@ def test_rows_gathered_in_subprocesses_failures_reported_absent_skipped(perf_pac
     good, bad, slow = rows
     assert good["ours"] == 1234.5 and good["note"] == "vs | pipe, quick=True"
     assert good["pid"] != __import__("os").getpid()
-    assert bad["metric"] == "error" and bad["note"] == "RuntimeError: engine missing"
+    assert bad["metric"] == "error" and bad["note"] == "RuntimeError: engine missing (bad.py:3)"
     assert slow["error"] is True and slow["note"] == "timed out after 5 s"
 
 
@@ -58,7 +58,7 @@ def test_cli_writes_markdown_and_json(perf_package, tmp_path, capsys, monkeypatc
     assert main(["bench", "perf", "--quick", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| toy | steps/s | 1,234 | 12 | 103 | steps/s | vs \\| pipe, quick=True |" in printed
-    assert "| bad | error | — | — | — | — | RuntimeError: engine missing |" in printed
+    assert "| bad | error | — | — | — | — | RuntimeError: engine missing (bad.py:3) |" in printed
     assert "Seen elsewhere: ALFWorld text env: 10–15 steps/s" in printed
     payload = json.loads((tmp_path / "perf.json").read_text())
     assert payload["quick"] is True and len(payload["rows"]) == 2

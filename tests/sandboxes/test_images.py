@@ -132,3 +132,35 @@ def test_layers_build_without_docker_as_root_file_systems(
     with open_sandbox(env, workdir="/testbed") as box:
         assert box.backend == "bwrap"
         assert box.exec("python3 -c 'import aemprobe; print(aemprobe.ANSWER)'").output == "42\n"
+
+
+def test_bwrap_backend_builds_root_file_systems_even_where_an_engine_answers(
+    bwrap_instance_image: str, repo_bundle: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``backend="bwrap"`` never builds a Docker image only to export it again."""
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("a Docker build was started for the bubblewrap backend")
+
+    monkeypatch.setattr(images._Layer, "_docker_build", refuse)
+    bundle, commit = repo_bundle
+    tag = images.ensure_instance_image(bundle, commit, backend="bwrap", progress=None)
+    assert tag == bwrap_instance_image  # same inputs, same tag, whichever backend built it
+    assert (images.rootfs_path(tag) / images.LAYER_MARK).exists()
+
+
+def test_image_available_for_bwrap_looks_at_root_file_systems(
+    bwrap_instance_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sandboxes import backends
+
+    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+    assert images.image_available(bwrap_instance_image, backend="bwrap")
+    assert images.image_available(str(tmp_path), backend="bwrap")
+    assert not images.image_available("aem-sandbox/instance:0000000000000000", backend="bwrap")
+
+
+@pytest.mark.docker
+def test_image_available_for_docker_asks_the_engine(instance_image: str) -> None:
+    assert images.image_available(instance_image, backend="docker")
+    assert not images.image_available("aem-sandbox/instance:0000000000000000", backend="docker")

@@ -49,20 +49,19 @@ def test_process_start_reads_names_with_spaces_and_parentheses(tmp_path) -> None
 
 @pytest.mark.docker
 def test_gc_keeps_live_owners_and_removes_unlabelled_or_dead_ones(instance_image: str) -> None:
-    import docker
 
     from sandboxes import gc
-    from sandboxes.docker_sandbox import DockerSandbox
+    from sandboxes.docker_sandbox import DockerSandbox, client_session
     from sandboxes.owner import LABEL_MARK
 
-    client = docker.from_env()
-    dead = Owner(pid=os.getpid(), start="0", host=socket.gethostname(), boot=boot_id())
-    orphan = client.containers.create(instance_image, command=["true"], labels=dead.labels())
-    unlabelled = client.containers.create(
-        instance_image, command=["true"], labels={LABEL_MARK: "1"}
-    )
-    with DockerSandbox(instance_image) as live:
-        reaped = {item.container_id for item in gc(client=client)}
-        assert {orphan.id, unlabelled.id} <= reaped
-        assert live.container_id not in reaped
-        assert client.containers.get(live.container_id).status == "running"
+    with client_session() as client:
+        dead = Owner(pid=os.getpid(), start="0", host=socket.gethostname(), boot=boot_id())
+        orphan = client.containers.create(instance_image, command=["true"], labels=dead.labels())
+        unlabelled = client.containers.create(
+            instance_image, command=["true"], labels={LABEL_MARK: "1"}
+        )
+        with DockerSandbox(instance_image) as live:
+            reaped = {item.container_id for item in gc(client=client)}
+            assert {orphan.id, unlabelled.id} <= reaped
+            assert live.container_id not in reaped
+            assert client.containers.get(live.container_id).status == "running"

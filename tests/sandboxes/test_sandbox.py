@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+import os
+import sys
+import warnings
+
 import pytest
 
-from sandboxes import Sandbox, SandboxError, SandboxFileError
+from sandboxes import Sandbox, SandboxError, SandboxFileError, open_sandbox
 
-from .conftest import TEST_MODULE
+from .conftest import TEST_LIMITS, TEST_MODULE
 
 
 def test_exec_returns_exit_code_and_interleaved_output(box: Sandbox) -> None:
@@ -33,6 +38,31 @@ def test_files_written_are_read_back_and_fix_the_bug(box: Sandbox) -> None:
     box.write_file("/testbed/new/dir/notes.txt", "héllo\n")
     assert box.read_file("new/dir/notes.txt") == "héllo\n"
     assert box.exec("python3 -m pytest -q -p no:cacheprovider test_calc.py").exit_code == 0
+
+
+@pytest.mark.parametrize("path", ["/tmp/notes.txt", "/var/tmp/deep/notes.txt"])
+def test_files_written_to_temporary_directories_are_seen_by_commands(
+    box: Sandbox, path: str
+) -> None:
+    """``/tmp`` is a tmpfs mount under Docker: the write must land in it, not beneath it."""
+    data = "tmp ✓\n" * 1000
+    box.write_file(path, data)
+    assert box.read_file(path) == data
+    assert box.exec(f"wc -c < {path}").output == f"{len(data.encode())}\n"
+    assert box.exec(f"grep -c 'tmp ✓' {path}").output == "1000\n"
+
+
+def test_write_file_follows_symlinks_like_a_shell(box: Sandbox) -> None:
+    box.exec("ln -s /tmp linked")
+    box.write_file("linked/through.txt", "via a link\n")
+    assert box.exec("cat /tmp/through.txt").output == "via a link\n"
+
+
+def test_write_errors_name_the_path(box: Sandbox) -> None:
+    with pytest.raises(SandboxFileError, match=r"cannot write /testbed .*[Ii]s a directory"):
+        box.write_file("/testbed", "x")
+    box.write_file("after.txt", "the sandbox still works\n")
+    assert box.read_file("after.txt") == "the sandbox still works\n"
 
 
 def test_read_file_errors_name_the_path(box: Sandbox) -> None:
@@ -95,3 +125,40 @@ def test_bwrap_refuses_a_workdir_the_image_lacks(base_rootfs) -> None:
 
     with pytest.raises(SandboxError, match="needs the directory /nowhere"):
         BwrapSandbox(str(base_rootfs), workdir="/nowhere")
+
+
+def test_sandboxes_release_every_socket_and_pipe(
+    backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No command, write or close leaves a socket, pipe or client behind.
+
+    Python reports a file object collected while open as a ``ResourceWarning`` from its
+    finalizer, where an exception cannot propagate: made an error, it reaches
+    ``sys.unraisablehook``, which records it here.
+    """
+    fixture = "instance_image" if backend == "docker" else "bwrap_instance_image"
+    image = request.getfixturevalue(fixture)
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: unraisable.append(repr(hook)))
+
+    def episode() -> None:
+        with open_sandbox(image, backend=backend, limits=TEST_LIMITS) as box:
+            box.exec("echo out; echo err >&2")
+            box.exec("sleep 30", timeout=1)
+            box.write_file("/tmp/scratch.txt", "x")
+            box.read_file("/tmp/scratch.txt")
+            box.diff()
+
+    def open_descriptors() -> int:
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ResourceWarning)
+        episode()  # first use fills the process's caches (e.g. whether an engine answers)
+        before = open_descriptors()
+        episode()
+        episode()
+        after = open_descriptors()
+    assert unraisable == []
+    assert after == before

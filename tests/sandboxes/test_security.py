@@ -177,6 +177,7 @@ def test_parent_killed_mid_episode_leaves_no_container_after_gc(
     import docker
 
     from sandboxes import gc
+    from sandboxes.docker_sandbox import client_session
 
     script = textwrap.dedent(
         f"""
@@ -190,30 +191,28 @@ def test_parent_killed_mid_episode_leaves_no_container_after_gc(
     )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = {**os.environ, "PYTHONPATH": root}
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
-    try:
-        assert child.stdout is not None
-        container_id = child.stdout.readline().decode().strip()
-    finally:
-        child.kill()
-        child.wait()
-    client = docker.from_env()
-    assert client.containers.get(container_id).status == "running"  # orphaned, still there
-    reaped = gc(client=client)
-    assert container_id in [item.container_id for item in reaped]
-    with pytest.raises(docker.errors.NotFound):
-        client.containers.get(container_id)
+    argv = [sys.executable, "-c", script]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, env=env) as child:
+        try:
+            assert child.stdout is not None
+            container_id = child.stdout.readline().decode().strip()
+        finally:
+            child.kill()
+    with client_session() as client:
+        assert client.containers.get(container_id).status == "running"  # orphaned, still there
+        reaped = gc(client=client)
+        assert container_id in [item.container_id for item in reaped]
+        with pytest.raises(docker.errors.NotFound):
+            client.containers.get(container_id)
 
 
 @pytest.mark.docker
 def test_docker_containers_are_created_hardened(docker_engine: None, instance_image: str) -> None:
-    import docker
-
-    from sandboxes.docker_sandbox import DROPPED_CAPABILITIES, DockerSandbox
+    from sandboxes.docker_sandbox import DROPPED_CAPABILITIES, DockerSandbox, client_session
     from sandboxes.owner import current_owner
 
-    with DockerSandbox(instance_image, limits=TEST_LIMITS) as box:
-        attrs = docker.from_env().containers.get(box.container_id).attrs
+    with DockerSandbox(instance_image, limits=TEST_LIMITS) as box, client_session() as client:
+        attrs = client.containers.get(box.container_id).attrs
     host = attrs["HostConfig"]
     assert host["NetworkMode"] == "none"
     assert host["SecurityOpt"] == ["no-new-privileges"]

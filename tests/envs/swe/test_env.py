@@ -46,6 +46,21 @@ def test_expert_resolves_through_the_env_actions(env, task_id):
     assert env._sandbox is None  # the agent's container is gone once the episode ends
 
 
+@pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+def test_expert_resolves_on_the_bubblewrap_backend():
+    """Hosts without a Docker engine run the same task in bubblewrap over a built rootfs."""
+    environment = SWEEnv(max_steps=10, backend="bwrap")
+    try:
+        environment.reset(options={"task_id": IDS[0]})
+        for _ in range(5):
+            _, _, terminated, _, info = environment.step(environment.expert_action())
+            if terminated:
+                break
+        assert terminated and info["won"] and info["report"]["resolved"] is True
+    finally:
+        environment.close()
+
+
 @pytest.mark.docker
 def test_bash_observation_has_exit_code_and_output(fresh):
     obs, _, terminated, _, info = fresh.step("bash: echo hello; exit 3")

@@ -30,9 +30,8 @@ import gymnasium as gym
 import aem_envs  # noqa: F401  (registers the aem ids before gym.make)
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_envs.core.errors import AEMError
-from aem_envs.core.io import atomic_write_jsonl
+from aem_envs.core.io import atomic_write_jsonl, jsonable
 from aem_envs.wrappers import LLMActionWrapper
-from aem_envs.wrappers.recorder import _jsonable
 
 EPISODES_DIR = "episodes"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -174,9 +173,9 @@ class _Live:
                 "task_id": self.job.task_id,
                 "split": self.job.split,
                 "seed": self.job.seed,
-                "env_kwargs": _jsonable(self.job.env_kwargs),
+                "env_kwargs": jsonable(self.job.env_kwargs),
                 "observation": self.observation,
-                "info": _jsonable(self.info),
+                "info": jsonable(self.info),
             }
         )
 
@@ -218,7 +217,7 @@ class _Live:
                 "truncated": self.truncated,
                 "prompt_tokens": output.prompt_tokens,
                 "completion_tokens": output.completion_tokens,
-                "info": _jsonable({k: v for k, v in info.items() if k != "think"}),
+                "info": jsonable({k: v for k, v in info.items() if k != "think"}),
             }
         )
 

@@ -202,7 +202,9 @@ class GenerationError(RuntimeError):
     """The native and upstream engines disagreed, or no valid game could be built."""
 
 
-def build_game(seed: int, split: str, task_type: str, index: int, vocab: Vocabulary) -> dict:
+def build_game(
+    seed: int, split: str, task_type: str, index: int, vocab: Vocabulary
+) -> dict[str, Any]:
     """Build one game and its expert plan (no engine); deterministic in its arguments."""
     for attempt in range(50):
         rng = random.Random(f"{seed}:{split}:{task_type}:{index}:{attempt}")
@@ -242,7 +244,9 @@ def generate_game(
     return game
 
 
-def verify(problem: str, goal: Goal, instruction: str, steps: list[str], engine: UpstreamEngine):
+def verify(
+    problem: str, goal: Goal, instruction: str, steps: list[str], engine: UpstreamEngine
+) -> None:
     """Replay ``steps`` on both engines: identical text and admissible sets, a win at the end."""
     native = NativeGame(problem, goal, instruction)
     engine.load(game_dict(problem, instruction))

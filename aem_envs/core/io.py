@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def _umask() -> int:
     mask = os.umask(0)
@@ -58,3 +60,16 @@ def atomic_write_jsonl(path: str | os.PathLike[str], rows: Iterable[Any]) -> Pat
     return atomic_write_text(
         path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     )
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with everything JSON cannot hold made plain (NumPy scalars, tuples, objects)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)

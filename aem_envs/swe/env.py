@@ -146,7 +146,9 @@ class SWEEnv(TextEnv):
                 return ensure_instance_image(bundle, commit, backend=backend)
 
             self._images[instance.instance_id] = ensure_image(
-                instance, image_exists=lambda tag: image_available(tag, backend=backend), build=build
+                instance,
+                image_exists=lambda tag: image_available(tag, backend=backend),
+                build=build,
             )
         return self._images[instance.instance_id]
 

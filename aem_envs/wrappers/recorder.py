@@ -18,21 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
-from aem_envs.core.io import atomic_write_jsonl
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, str | int | float | bool) or value is None:
-        return value
-    return repr(value)
+from aem_envs.core.io import atomic_write_jsonl, jsonable
 
 
 class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
@@ -71,9 +58,9 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
                 "episode_id": episode_id,
                 "env_id": spec_id,
                 "seed": seed,
-                "options": _jsonable(options or {}),
+                "options": jsonable(options or {}),
                 "observation": obs,
-                "info": _jsonable(info),
+                "info": jsonable(info),
             }
         ]
         return obs, info
@@ -89,7 +76,7 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
                 "reward": float(reward),
                 "terminated": bool(terminated),
                 "truncated": bool(truncated),
-                "info": _jsonable(info),
+                "info": jsonable(info),
             }
         )
         if terminated or truncated:

@@ -87,7 +87,10 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             aem,
             grpo,
             "CPU s",
-            f"AEM vs GRPO, same batch; target ratio <= 1.03; {setting}",
+            f"AEM vs GRPO, same batch; target ratio <= 1.03; {setting}; spread "
+            f"GRPO {min(times['grpo']):.3g}-{max(times['grpo']):.3g}, "
+            f"AEM {min(times['aem']):.3g}-{max(times['aem']):.3g} (a gap inside the spread is "
+            "noise: advantage_rewrite is AEM's whole extra work)",
         ),
         _row(
             "advantage_rewrite",

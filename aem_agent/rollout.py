@@ -4,7 +4,10 @@ Why token ids all the way: the policy gradient needs the log-probabilities of ex
 the model sampled. Decoding a reply and re-tokenising the conversation later can split text
 differently ("re-tokenisation drift"), so here every generated token is kept as generated, the
 environment's reply is tokenised once as the chat-template segment that follows it, and the
-model's next context is literally ``prompt_ids + completion_ids`` so far.
+model's next context is literally ``prompt_ids + completion_ids`` so far. A ``reply_prefix``
+(e.g. ``"<action>"``) is pre-filled the same way: its tokens end every context the model
+continues from (as part of the prompt, or of the masked observation segment), and its text is
+put back in front of the decoded reply before parsing, so the sampled ids stay untouched.
 
 Two layouts (``design/AEM.md``):
 
@@ -151,6 +154,7 @@ class MultiTurnRollout:
         workers: int = 8,
         parser: ReplyParser | None = None,
         system_prompt: str | None = None,
+        reply_prefix: str | None = None,
     ) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
             raise RolloutError("the tokenizer has no chat template; use an instruct/chat model")
@@ -165,6 +169,12 @@ class MultiTurnRollout:
         self.env_kwargs = dict(env_kwargs or {})
         self.parser = parser or ReplyParser()
         self.system_prompt = system_prompt
+        self.reply_prefix = reply_prefix or ""
+        self._prefix_ids = (
+            list(tokenizer(self.reply_prefix, add_special_tokens=False)["input_ids"])
+            if self.reply_prefix
+            else []
+        )
         self._pool: dict[str, list[gym.Env]] = {}
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
         self._eos_id = int(tokenizer.eos_token_id)
@@ -224,6 +234,7 @@ class MultiTurnRollout:
         ]
         for episode, inp in zip(episodes, inputs, strict=True):
             episode.prompt_ids = self._encode_messages(self._messages(inp, history=False))
+            episode.prompt_ids += self._prefix_ids
         for turn in range(self.max_turns):
             active = [i for i, e in enumerate(episodes) if not (e.done or e.out_of_tokens)]
             if not (sync(len(active)) if sync is not None else active):
@@ -235,7 +246,8 @@ class MultiTurnRollout:
             }
             replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
             texts = [
-                self.tokenizer.decode(replies[i].ids, skip_special_tokens=True) for i in active
+                self.reply_prefix + self.tokenizer.decode(replies[i].ids, skip_special_tokens=True)
+                for i in active
             ]
             steps = list(self._executor.map(lambda i, t: envs[i].step(t), active, texts))
             for i, text, step in zip(active, texts, steps, strict=True):
@@ -287,7 +299,7 @@ class MultiTurnRollout:
         """What the model sees: the trajectory so far, or (step layout) a fresh prompt with
         the task, the recent history window and the current observation."""
         if self.layout == "step":
-            return self._encode_messages(self._messages(inp, history=True))
+            return self._encode_messages(self._messages(inp, history=True)) + self._prefix_ids
         return episode.prompt_ids + episode.completion_ids
 
     def _record(
@@ -330,7 +342,8 @@ class MultiTurnRollout:
         episode.turn_ids += [-1] * len(segment)
 
     def _observation_ids(self, inp: PolicyInput) -> list[int]:
-        """Tokens between an assistant turn's end-of-turn token and the next reply.
+        """Tokens between an assistant turn's end-of-turn token and the next reply (ending with
+        the reply prefix's tokens).
 
         The chat template is rendered once with and once without the new user message; the
         difference, taken from just after the assistant's end-of-turn token, is the segment.
@@ -348,7 +361,8 @@ class MultiTurnRollout:
                 f"{self._eos_text!r}; multi-turn rollouts need a ChatML-style template"
             )
         segment = full[cut + len(self._eos_text) :]
-        return list(self.tokenizer(segment, add_special_tokens=False)["input_ids"])
+        ids = self.tokenizer(segment, add_special_tokens=False)["input_ids"]
+        return [*ids, *self._prefix_ids]
 
 
 def trajectory_batch(episodes: Sequence[Episode], *, with_steps: bool = False) -> dict[str, list]:

@@ -25,22 +25,17 @@ import tempfile
 import time
 from typing import Any
 
+from benchmarks.perf import perf_row
+
 BENCHMARK = "aem"
 #: Env ids tried in order; the first one installed is used.
 ENV_IDS = ("aem/ALFWorld-v0", "aem/WebShop-v0")
 
 
 def _row(metric: str, ours: Any, baseline: Any, unit: str, note: str) -> dict[str, Any]:
+    """A row whose ratio is ours / baseline: AEM's cost relative to plain GRPO."""
     ratio = ours / baseline if isinstance(ours, float) and baseline else None
-    return {
-        "benchmark": BENCHMARK,
-        "metric": metric,
-        "ours": ours,
-        "baseline": baseline,
-        "ratio": ratio,
-        "unit": unit,
-        "note": note,
-    }
+    return perf_row(BENCHMARK, metric, ours, baseline, unit, note, ratio=ratio)
 
 
 def _env_id() -> str | None:

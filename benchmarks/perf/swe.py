@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import statistics
 import subprocess
@@ -28,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from benchmarks.perf import perf_row
 
 BENCHMARK = "swe"
 
@@ -41,17 +44,7 @@ def _median_seconds(action: Callable[[], Any], repeats: int) -> float:
     return statistics.median(times)
 
 
-def _row(metric: str, ours: float, baseline: float | None, unit: str, note: str) -> dict[str, Any]:
-    ratio = None if baseline is None or ours == 0 else baseline / ours
-    return {
-        "benchmark": BENCHMARK,
-        "metric": metric,
-        "ours": round(ours, 4),
-        "baseline": None if baseline is None else round(baseline, 4),
-        "ratio": None if ratio is None else round(ratio, 2),
-        "unit": unit,
-        "note": note,
-    }
+_row = functools.partial(perf_row, BENCHMARK, digits=4)
 
 
 @contextlib.contextmanager

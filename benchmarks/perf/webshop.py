@@ -16,6 +16,7 @@ Run ``python -m benchmarks.perf.webshop [--quick]``; ``aem bench perf`` gathers 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib.util
 import multiprocessing
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks.perf import perf_row
 
 BENCHMARK = "webshop"
 SIZES = (10_000, 100_000)
@@ -184,17 +187,7 @@ def _in_subprocess(function: Callable[..., Any], *args: Any) -> Any:
         return pool.submit(function, *args).result()
 
 
-def _row(metric: str, ours: float, baseline: float | None, unit: str, note: str) -> dict:
-    ratio = None if baseline is None or ours <= 0 else baseline / ours
-    return {
-        "benchmark": BENCHMARK,
-        "metric": metric,
-        "ours": round(ours, 3),
-        "baseline": None if baseline is None else round(baseline, 3),
-        "ratio": None if ratio is None else round(ratio, 2),
-        "unit": unit,
-        "note": note,
-    }
+_row = functools.partial(perf_row, BENCHMARK, digits=3)
 
 
 def measure(quick: bool = False) -> list[dict[str, Any]]:

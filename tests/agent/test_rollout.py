@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from aem_envs.registration import landed_entries
+
 from aem_agent.rollout import (
     EpisodeSpec,
     Generated,
@@ -84,8 +86,11 @@ def check_rollout(env_id: str, tokenizer, replies: Sequence[str], group: int = 2
     return episodes
 
 
-#: Env ids the layout invariants are checked on; real envs are added here as they land.
-ROLLOUT_ENV_IDS = ["aemtest/Doors-v0"]
+#: Env ids the layout invariants are checked on: the test env and every landed aem id.
+ROLLOUT_ENV_IDS = ["aemtest/Doors-v0"] + [
+    pytest.param(item.id, id=item.id, marks=[getattr(pytest.mark, r) for r in item.resources])
+    for item in landed_entries()
+]
 
 
 @pytest.mark.parametrize("env_id", ROLLOUT_ENV_IDS)

@@ -13,6 +13,7 @@ from trl import GRPOTrainer
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
 from aem_agent.trainer import SOURCE_EXTRA_FORWARD, SOURCE_SAMPLER, AEMGRPOTrainer
+from aem_envs.registration import landed_entries
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -161,6 +162,34 @@ def test_training_steps_on_a_multi_turn_env(tiny_model_dir, tmp_path, doors_env_
     assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True)) or all(
         row["reward_std"] == 0 for row in logs
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "env_id",
+    [
+        pytest.param(item.id, id=item.id, marks=[getattr(pytest.mark, r) for r in item.resources])
+        for item in landed_entries()
+    ],
+)
+def test_real_training_step_on_each_landed_env(tiny_model_dir, tmp_path, env_id: str) -> None:
+    """One real TRL step through multi-turn rollouts on the real environment."""
+    config = make_config(
+        tmp_path,
+        env_id,
+        max_steps=1,
+        num_generations=2,
+        per_device_train_batch_size=2,
+        num_tasks=1,
+        max_turns=2,
+    )
+    trainer = make_trainer(AEMGRPOTrainer, tiny_model_dir, config, reward=episode_reward)
+    trainer.train()
+    assert trainer.state.global_step == 1
+    [row] = [row for row in trainer.state.log_history if "aem/alpha_min" in row]
+    assert 1 <= row["episode/turns"] <= config.max_turns
+    # The tiny random model emits no valid action: each turn costs the invalid penalty.
+    assert row["reward"] == pytest.approx(-0.1 * row["episode/turns"], abs=1e-6)
 
 
 def test_step_layout_trains_one_row_per_step(tiny_model_dir, tmp_path, doors_env_id) -> None:

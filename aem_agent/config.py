@@ -79,6 +79,14 @@ class AEMConfig(GRPOConfig):
     env_workers: int = field(
         default=8, metadata={"help": "Threads stepping the batch's environments concurrently."}
     )
+    reply_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Text pre-filled at the start of every reply (default: none). Its tokens "
+            "end the model's context and it is put back in front of the reply before parsing; "
+            "'<action>' gets very small models (SmolLM2-135M) to answer with actions."
+        },
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

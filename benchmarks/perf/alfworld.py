@@ -28,6 +28,7 @@ from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.alfworld.games import bundled_games
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import TASK_TYPES
+from benchmarks.perf import perf_row
 
 BENCHMARK = "alfworld"
 SPLIT = "valid_unseen"
@@ -95,22 +96,10 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     for name, ours_s, base_s in (("reset", ours[0], base[0]), ("step", ours[1], base[1])):
         for q in (50, 95):
             o, b = (float(np.percentile(x, q)) * 1e3 for x in (ours_s, base_s))
-            rows.append(_row(f"{name} p{q}", o, b, b / o, "ms", note))
+            rows.append(perf_row(BENCHMARK, f"{name} p{q}", o, b, "ms", note))
     o, b = n_steps / sum(ours[1]), n_steps / sum(base[1])
-    rows.append(_row("steps/s", o, b, o / b, "steps/s", note))
+    rows.append(perf_row(BENCHMARK, "steps/s", o, b, "steps/s", note, ratio=o / b))
     return rows
-
-
-def _row(metric: str, ours: float, base: float, ratio: float, unit: str, note: str) -> dict:
-    return {
-        "benchmark": BENCHMARK,
-        "metric": metric,
-        "ours": round(ours, 4),
-        "baseline": round(base, 4),
-        "ratio": round(ratio, 1),
-        "unit": unit,
-        "note": note,
-    }
 
 
 def main(argv: list[str] | None = None) -> int:

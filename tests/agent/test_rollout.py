@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from aem_envs.registration import landed_entries
-
 from aem_agent.rollout import (
     EpisodeSpec,
     Generated,
@@ -22,6 +20,7 @@ from aem_agent.rollout import (
     task_dataset,
     trajectory_batch,
 )
+from aem_envs.registration import landed_entries
 
 
 class ScriptedGenerator:
@@ -241,28 +240,23 @@ def test_reply_prefix_ends_every_context_and_starts_every_parsed_reply(
         workers=1,
         reply_prefix="<action>",
     )
-    prefix_ids = tokenizer("<action>", add_special_tokens=False)["input_ids"]
+    prefix = tokenizer("<action>", add_special_tokens=False)["input_ids"]
+    # Seed 0 hides the prize behind blue: both turns are valid, neither ends the episode, and
+    # each reply parses as an action only with the prefix in front.
     generator = ScriptedGenerator(tokenizer, ["open red</action>", "open green</action>"])
     (episode,) = rollout.play([EpisodeSpec(doors_env_id, seed=0)], generator)
     rollout.close()
     assert len(episode.turns) == 2
-    for context, output, turn in zip(generator.contexts, generator.outputs, episode.turns):
-        assert context[-len(prefix_ids) :] == prefix_ids
+    for context, output, turn in zip(
+        generator.contexts, generator.outputs, episode.turns, strict=True
+    ):
+        assert context[-len(prefix) :] == prefix
         assert turn.reply.ids == output  # exactly as generated
-        assert turn.text.startswith("<action>open")
-        assert turn.action_valid  # parsed as an action only thanks to the prefix
+        assert turn.text.startswith("<action>open ") and turn.action_valid
     if layout == "trajectory":
-        second = generator.contexts[1]
-        assert (
-            second
-            == episode.prompt_ids + episode.completion_ids[: len(second) - len(episode.prompt_ids)]
-        )
-        reply = len(generator.outputs[0])
-        assert episode.env_mask[:reply] == [1] * reply
-        assert (
-            episode.completion_ids[
-                len(second) - len(episode.prompt_ids) - len(prefix_ids) : len(second)
-                - len(episode.prompt_ids)
-            ]
-            == prefix_ids
-        )
+        assert episode.prompt_ids[-len(prefix) :] == prefix
+        seen = len(generator.contexts[1]) - len(episode.prompt_ids)
+        assert generator.contexts[1] == episode.prompt_ids + episode.completion_ids[:seen]
+        # The second turn's prefix closes the masked observation segment: no loss on it.
+        assert episode.completion_ids[seen - len(prefix) : seen] == prefix
+        assert episode.env_mask[seen - len(prefix) : seen] == [0] * len(prefix)

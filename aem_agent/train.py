@@ -177,6 +177,7 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
         history_window=config.history_window,
         env_kwargs=config.env_kwargs,
         workers=config.env_workers,
+        reply_prefix=config.reply_prefix,
     )
     metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
     trainer = AEMGRPOTrainer(

@@ -19,8 +19,9 @@ SPEC_FORMS = (
     "openai:<model>@<base url>",
 )
 
-#: What ``smollm2`` replies start with unless ``reply_prefix`` is given.
-SMOLLM2_REPLY_PREFIX = "<think>"
+#: What ``smollm2`` replies start with unless ``reply_prefix`` is given. The 135M model
+#: rarely writes an action by itself; pre-filling ``<action>`` makes it write one.
+SMOLLM2_REPLY_PREFIX = "<action>"
 
 _OPENAI = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$")
 

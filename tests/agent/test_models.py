@@ -142,7 +142,7 @@ def test_real_conversion_reloads_generates_and_is_reused(
     assert "<|im_start|>" in policy.tokenizer.chat_template
     (out,) = policy.act([PolicyInput("aem/ALFWorld-v0", "look around", "You are in a room.")])
     assert 1 <= out.completion_tokens <= 4
-    assert policy.reply_prefix == "<think>" and out.reply.startswith("<think>")
+    assert policy.reply_prefix == "<action>" and out.reply.startswith("<action>")
 
     # The saved weights are the GGUF file's, dequantised (checked on two 4-bit tensors).
     reader = gguf.GGUFReader(smollm2_gguf())

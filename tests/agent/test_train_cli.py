@@ -93,3 +93,25 @@ def test_bundled_configs_are_valid(name: str, tmp_path) -> None:
 def test_unknown_setting_names_the_key(tmp_path) -> None:
     with pytest.raises(ConfigError, match="aem_lamda"):
         build_config({"aem_lamda": 1.0, "output_dir": str(tmp_path)})
+
+
+def test_rollout_gets_every_rollout_setting(tiny_model_dir, tmp_path, monkeypatch) -> None:
+    """Settings such as ``reply_prefix`` must reach the rollout ``aem train`` builds."""
+    from aem_agent import rollout as rollout_module
+    from aem_agent.train import train
+
+    seen: dict = {}
+
+    class Stop(Exception):
+        pass
+
+    def recording_rollout(tokenizer, **kwargs):
+        seen.update(kwargs)
+        raise Stop
+
+    monkeypatch.setattr(rollout_module, "MultiTurnRollout", recording_rollout)
+    settings = load_settings(str(write_settings(tmp_path, "aemtest/Doors-v0", tiny_model_dir)))
+    settings.update(reply_prefix="<action>", output_dir=str(tmp_path / "out"), history_window=3)
+    with pytest.raises(Stop):
+        train(settings)
+    assert seen["reply_prefix"] == "<action>" and seen["history_window"] == 3

@@ -6,12 +6,25 @@ engine does not model. Imports are lazy: the module loads without the ``alfworld
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from aem_envs.core.errors import require
 
 FEATURE = "aem/ALFWorld-v0 with engine='upstream'"
+
+
+@contextmanager
+def _argv_kept() -> Iterator[None]:
+    """Undo Fast Downward's translator overwriting ``sys.argv`` (its options module reads it)."""
+    saved = sys.argv
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 class UpstreamEngine:
@@ -43,11 +56,13 @@ class UpstreamEngine:
 
     def load(self, game: dict[str, Any] | Path) -> None:
         """Load a game dict (see :func:`~aem_envs.alfworld.pddl.game_dict`) or a real file."""
-        self._env.load(str(game) if isinstance(game, Path) else game)
+        with _argv_kept():
+            self._env.load(str(game) if isinstance(game, Path) else game)
         self._state = None
 
     def reset(self) -> str:
-        self._state = self._env.reset()
+        with _argv_kept():
+            self._state = self._env.reset()
         return self._state.feedback
 
     def step(self, command: str) -> tuple[str, bool]:

@@ -193,3 +193,16 @@ def test_real_layout_with_the_handcoded_expert_upstream(
     finally:
         env.close()
     assert info["won"]
+
+
+def test_upstream_engine_leaves_sys_argv_alone(alfworld_engine: None, monkeypatch) -> None:
+    """Fast Downward's translator rebinds ``sys.argv``; a caller's arguments must survive."""
+    argv = ["prog", "--flag", "value"]
+    monkeypatch.setattr(sys, "argv", argv)
+    env = ALFWorldEnv(engine="upstream")
+    try:
+        env.reset(seed=0, options={"split": "valid_seen"})
+        env.step("look")
+    finally:
+        env.close()
+    assert sys.argv is argv and argv == ["prog", "--flag", "value"]

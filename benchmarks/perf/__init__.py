@@ -6,6 +6,8 @@ rows made by :func:`perf_row`, and ``main()``; :mod:`benchmarks.perf.table` gath
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -36,3 +38,20 @@ def perf_row(
         "unit": unit,
         "note": note,
     }
+
+
+def perf_main(
+    measure: Callable[..., list[dict[str, Any]]],
+    doc: str | None,
+    quick_help: str,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """The command line every perf module shares: measure, print the rows as ``aem bench perf``
+    prints its table."""
+    from benchmarks.perf.table import render_markdown
+
+    parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    args = parser.parse_args(argv)
+    print(render_markdown(measure(quick=args.quick), quick=args.quick), end="")
+    return 0

@@ -18,14 +18,14 @@ Run ``python -m benchmarks.perf.aem_overhead [--quick]``; ``aem bench perf`` gat
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.perf import perf_row
+from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "aem"
 #: Env ids tried in order; the first one installed is used.
@@ -183,13 +183,9 @@ def _time_steps(
     return times, phases
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, shorter episodes")
-    args = parser.parse_args()
-    for row in measure(quick=args.quick):
-        print(row)
+def main(argv: Sequence[str] | None = None) -> int:
+    return perf_main(measure, __doc__, "fewer repeats, shorter episodes", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

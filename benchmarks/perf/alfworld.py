@@ -16,9 +16,9 @@ Run ``python -m benchmarks.perf.alfworld [--quick]``; ``aem bench perf`` gathers
 
 from __future__ import annotations
 
-import argparse
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.alfworld.games import bundled_games
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import TASK_TYPES
-from benchmarks.perf import perf_row
+from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "alfworld"
 SPLIT = "valid_unseen"
@@ -102,19 +102,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="one game per task type")
-    args = parser.parse_args(argv)
-    rows = measure(quick=args.quick)
-    print(f"{'metric':<10} {'native':>12} {'upstream':>12} {'ratio':>8}  unit")
-    for row in rows:
-        print(
-            f"{row['metric']:<10} {row['ours']:>12.3f} {row['baseline']:>12.3f} "
-            f"{row['ratio']:>7.1f}x  {row['unit']}"
-        )
-    print(rows[0]["note"])
-    return 0
+def main(argv: Sequence[str] | None = None) -> int:
+    return perf_main(measure, __doc__, "one game per task type", argv)
 
 
 if __name__ == "__main__":

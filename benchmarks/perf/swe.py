@@ -18,7 +18,6 @@ built (offline) on first use. Run ``python -m benchmarks.perf.swe [--quick]``.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import os
@@ -30,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from benchmarks.perf import perf_row
+from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "swe"
 
@@ -181,20 +180,9 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     ]
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    args = parser.parse_args(argv)
-    rows = measure(quick=args.quick)
-    width = max(len(row["metric"]) for row in rows)
-    print(f"{'metric':<{width}}  {'ours':>10}  {'baseline':>10}  {'ratio':>7}  unit")
-    for row in rows:
-        baseline = "—" if row["baseline"] is None else f"{row['baseline']:.3f}"
-        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.2f}x"
-        ours = f"{row['ours']:>10.3f}"
-        print(f"{row['metric']:<{width}}  {ours}  {baseline:>10}  {ratio:>7}  {row['unit']}")
-        print(f"{'':<{width}}  {row['note']}")
+def main(argv: Sequence[str] | None = None) -> int:
+    return perf_main(measure, __doc__, "fewer repetitions", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

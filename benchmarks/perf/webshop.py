@@ -15,7 +15,6 @@ Run ``python -m benchmarks.perf.webshop [--quick]``; ``aem bench perf`` gathers 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import importlib.util
@@ -29,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.perf import perf_row
+from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "webshop"
 SIZES = (10_000, 100_000)
@@ -221,21 +220,9 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10k products, fewer episodes")
-    args = parser.parse_args(argv)
-    rows = measure(quick=args.quick)
-    width = max(len(r["metric"]) for r in rows)
-    print(f"{'metric':<{width}}  {'ours':>9}  {'baseline':>9}  {'ratio':>7}  unit  note")
-    for r in rows:
-        baseline = "—" if r["baseline"] is None else f"{r['baseline']:.3f}"
-        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.1f}x"
-        print(
-            f"{r['metric']:<{width}}  {r['ours']:>9.3f}  {baseline:>9}  {ratio:>7}  "
-            f"{r['unit']:<4}  {r['note']}"
-        )
+def main(argv: Sequence[str] | None = None) -> int:
+    return perf_main(measure, __doc__, "10k products, fewer episodes", argv)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

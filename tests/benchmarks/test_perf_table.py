@@ -63,3 +63,18 @@ def test_cli_writes_markdown_and_json(perf_package, tmp_path, capsys, monkeypatc
     payload = json.loads((tmp_path / "perf.json").read_text())
     assert payload["quick"] is True and len(payload["rows"]) == 2
     assert (tmp_path / "perf.md").read_text() in printed
+
+
+def test_perf_modules_share_one_command_line(capsys) -> None:
+    from benchmarks.perf import perf_main, perf_row
+
+    calls = []
+
+    def measure(quick: bool = False) -> list[dict]:
+        calls.append(quick)
+        return [perf_row("demo", "step p50", 2.0, 10.0, "ms", "side by side")]
+
+    assert perf_main(measure, "Demo perf.\n\nMore.", "short run", ["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [True]
+    assert "| demo | step p50 | 2 | 10 | 5 | ms | side by side |" in out

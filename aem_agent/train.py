@@ -17,7 +17,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -156,41 +156,16 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
     if resume and checkpoint is None:
         raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
 
-    from transformers import AutoTokenizer
-
-    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
-    from aem_agent.trainer import AEMGRPOTrainer
     from aem_envs.registration import resolve_env_id
 
     for env_id in config.env_ids:
         resolve_env_id(env_id)  # one clear line for an unknown id, before loading a model
     model_dir = resolve_model(str(driver.get("model", "smollm2")))
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    rollout = MultiTurnRollout(
-        tokenizer,
-        layout=config.rollout_layout,
-        max_turns=config.max_turns,
-        max_turn_tokens=config.max_turn_tokens,
-        max_total_tokens=config.max_completion_length,
-        history_window=config.history_window,
-        env_kwargs=config.env_kwargs,
-        workers=config.env_workers,
-        reply_prefix=config.reply_prefix,
-    )
     metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
-    trainer = AEMGRPOTrainer(
-        model=str(model_dir),
-        reward_funcs=[episode_reward],
-        args=config,
-        train_dataset=task_dataset(
-            config.env_ids, config.num_tasks, seed=config.seed, split=config.env_split
-        ),
-        processing_class=tokenizer,
-        rollout_func=rollout,
-        callbacks=[metrics.callback(), *_tensorboard(output_dir, driver)],
+    trainer = build_trainer(
+        config, model_dir, callbacks=[metrics.callback(), *_tensorboard(output_dir, driver)]
     )
+    rollout = trainer.rollout_func
     if trainer.is_world_process_zero():
         atomic_write_json(
             output_dir / SETTINGS_FILE,
@@ -205,6 +180,45 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
     if trainer.is_world_process_zero():
         write_plot(metrics.rows, plot)
     return TrainResult(output_dir, metrics.path, plot, trainer.state.global_step)
+
+
+def build_trainer(config: Any, model_dir: Path, *, callbacks: Sequence[Any] = ()) -> Any:
+    """An ``AEMGRPOTrainer`` for ``config`` with its multi-turn rollout as ``rollout_func``.
+
+    Every rollout setting of ``config`` reaches the rollout here, in one place (``aem train``
+    and the overhead benchmark both build through it). The caller closes
+    ``trainer.rollout_func`` when done.
+    """
+    from transformers import AutoTokenizer
+
+    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+    from aem_agent.trainer import AEMGRPOTrainer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    rollout = MultiTurnRollout(
+        tokenizer,
+        layout=config.rollout_layout,
+        max_turns=config.max_turns,
+        max_turn_tokens=config.max_turn_tokens,
+        max_total_tokens=config.max_completion_length,
+        history_window=config.history_window,
+        env_kwargs=config.env_kwargs,
+        workers=config.env_workers,
+        reply_prefix=config.reply_prefix,
+    )
+    return AEMGRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[episode_reward],
+        args=config,
+        train_dataset=task_dataset(
+            config.env_ids, config.num_tasks, seed=config.seed, split=config.env_split
+        ),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+        callbacks=list(callbacks),
+    )
 
 
 class MetricsWriter:

@@ -99,11 +99,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> Any:
-    from transformers import AutoTokenizer
-
     from aem_agent.config import AEMConfig
-    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
-    from aem_agent.trainer import AEMGRPOTrainer
+    from aem_agent.train import build_trainer
 
     config = AEMConfig(
         output_dir=output_dir,
@@ -114,28 +111,14 @@ def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> An
         max_turn_tokens=24 if quick else 48,
         max_completion_length=1536,
         num_tasks=2,
+        env_workers=2,
         report_to="none",
         use_cpu=True,
         bf16=False,
         top_k=0,
         seed=0,
     )
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    rollout = MultiTurnRollout(
-        tokenizer,
-        max_turns=config.max_turns,
-        max_turn_tokens=config.max_turn_tokens,
-        max_total_tokens=config.max_completion_length,
-        workers=2,
-    )
-    return AEMGRPOTrainer(
-        model=str(model_dir),
-        reward_funcs=[episode_reward],
-        args=config,
-        train_dataset=task_dataset(config.env_ids, config.num_tasks, seed=config.seed),
-        processing_class=tokenizer,
-        rollout_func=rollout,
-    )
+    return build_trainer(config, model_dir)
 
 
 def _time_steps(

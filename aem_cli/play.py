@@ -10,7 +10,7 @@ from typing import Any
 import gymnasium as gym
 
 from aem_envs.core.errors import AEMError
-from aem_envs.policies import POLICIES
+from aem_envs.policies import POLICIES, ExpertPolicy, RandomPolicy
 from aem_envs.registration import resolve_env_id
 
 
@@ -42,9 +42,11 @@ def _make(args: argparse.Namespace) -> gym.Env:
 
 def run(args: argparse.Namespace) -> int:
     env = _make(args)
-    policy = POLICIES[args.policy](seed=args.seed) if args.policy == "random" else None
-    if args.policy == "expert":
-        policy = POLICIES["expert"]()
+    policy = None
+    if args.policy == "random":
+        policy = RandomPolicy(seed=args.seed)
+    elif args.policy == "expert":
+        policy = ExpertPolicy()
     options = {k: v for k, v in (("split", args.split), ("task_id", args.task_id)) if v}
     try:
         obs, info = env.reset(seed=args.seed, options=options)

@@ -1,29 +1,187 @@
 """Adaptive Entropy Modulation (AEM): rescale advantages by a weight that falls with entropy.
 
-Why a pure function: AEM is a plug-in after any advantage estimator (GRPO, DAPO, GiGPO). Keeping
-it free of trainer state makes its properties (group mean of α is 1, λ = 0 is the identity,
-masked tokens never count) testable on bare tensors, and lets the trainer call it once on
-advantages gathered from every process.
+The algorithm is described in ``docs/aem.md``. In short, per GRPO group G (the G episodes that
+share a task and seed), over every *unit* of the group:
 
-Per group G of responses sharing a task (see ``design/AEM.md``):
+1. H̄_u  = mean per-token entropy over the unit's own tokens (mask = 1 only);
+2. gate: if max_G H̄ − min_G H̄ < ``min_range`` (0.1 nats), every α of the group is 1;
+3. H̃_u  = (H̄_u − min_G H̄) / (max_G H̄ − min_G H̄ + ε);
+4. α_u  = exp(−λ·H̃_u) / mean_{v∈G} exp(−λ·H̃_v)        (group mean of α is exactly 1);
+5. A'   = α_u · A on every token of the unit.
 
-1. H̄_i  = mean per-token entropy over the response's own tokens (mask = 1 only);
-2. H̃_i  = (H̄_i − min_G H̄) / (max_G H̄ − min_G H̄ + ε);
-3. α_i  = exp(−λ·H̃_i) / mean_{j∈G} exp(−λ·H̃_j);
-4. A'_i = α_i · A_i.
+The unit (:data:`Unit`) is one turn's response — what the environment reacts to — in the
+paper's method (``"turn"``), or a whole trajectory (``"trajectory"``), kept as an ablation.
 
-At ``level="turn"`` the unit is one assistant turn instead of one response: every turn of every
-trajectory in the group gets its own H̄ and α, and the result is a per-token advantage.
+Why pure functions on tensors: AEM plugs in after any advantage estimator, so keeping it free
+of trainer state makes its properties (group mean 1, λ = 0 is the identity, the gate, masked
+tokens never count, the same α for the same turns in either rollout layout) testable on bare
+tensors. The pieces are separate because the trainer computes H̄ per unit on each process and
+gathers only those scalars (not per-token tensors) before :func:`group_alpha`.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
 
-Level = Literal["response", "turn"]
-LEVELS: tuple[str, ...] = ("response", "turn")
+Unit = Literal["turn", "trajectory"]
+UNITS: tuple[str, ...] = get_args(Unit)
+
+
+@dataclass(frozen=True)
+class Units:
+    """Which unit every token belongs to, and which group every unit belongs to.
+
+    ``token_unit`` is ``(B, T)`` with −1 on tokens outside every unit (prompt, observation,
+    padding); ``group`` is ``(U,)``; ``per_token`` says whether one row holds several units
+    (turns inside a trajectory row), so that the modulated advantage must be per token.
+    """
+
+    token_unit: torch.Tensor
+    group: torch.Tensor
+    per_token: bool
+
+    @property
+    def count(self) -> int:
+        return len(self.group)
+
+
+def unit_index(
+    mask: torch.Tensor,
+    group_ids: torch.Tensor,
+    *,
+    unit: Unit = "turn",
+    turn_ids: torch.Tensor | None = None,
+    episode_ids: torch.Tensor | None = None,
+) -> Units:
+    """Number the units of a batch of rows.
+
+    Args:
+        mask: ``(B, T)``; 1 on the policy's own tokens.
+        group_ids: ``(B,)`` GRPO group of each row.
+        unit: ``"turn"`` or ``"trajectory"``.
+        turn_ids: ``(B, T)`` turn index of each token, for rows that hold a whole trajectory
+            (the trajectory layout). Without it every row is one turn (the step layout).
+        episode_ids: ``(B,)`` episode of each row, for rows that hold one step each (the step
+            layout) with ``unit="trajectory"``. Without it every row is one episode.
+    """
+    if unit not in UNITS:
+        raise ValueError(f"aem unit must be one of {UNITS}, got {unit!r}")
+    mask = mask.to(torch.bool)
+    group_ids = group_ids.to(torch.long)
+    rows = torch.arange(mask.shape[0]).unsqueeze(1).expand_as(mask)
+    if unit == "turn" and turn_ids is not None:
+        if turn_ids.shape != mask.shape:
+            raise ValueError(
+                f"turn_ids {tuple(turn_ids.shape)} must have the shape of mask {tuple(mask.shape)}"
+            )
+        width = int(turn_ids[mask].max()) + 1 if mask.any() else 1
+        key = rows * width + turn_ids.to(torch.long).clamp(min=0)
+    elif unit == "trajectory" and episode_ids is not None:
+        key = episode_ids.to(torch.long).unsqueeze(1).expand_as(mask)
+    else:  # one unit per row
+        key = rows
+    present, inverse = torch.unique(key[mask], return_inverse=True)
+    token_unit = torch.full(mask.shape, -1, dtype=torch.long)
+    token_unit[mask] = inverse
+    # A unit's group is the group of (any) row holding its tokens: the first such row.
+    owner = torch.full((len(present),), mask.shape[0], dtype=torch.long).scatter_reduce(
+        0, inverse, rows[mask], reduce="amin"
+    )
+    group = group_ids[owner]
+    return Units(token_unit, group, per_token=unit == "turn" and turn_ids is not None)
+
+
+def unit_mean_entropy(entropies: torch.Tensor, units: Units) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(H̄, has_tokens)`` per unit: the mean entropy over each unit's own tokens."""
+    keep = units.token_unit >= 0
+    index = units.token_unit[keep]
+    values = entropies.detach().to(torch.float64)[keep]
+    total = torch.zeros(units.count, dtype=torch.float64).index_add_(0, index, values)
+    count = torch.zeros(units.count, dtype=torch.float64).index_add_(
+        0, index, torch.ones_like(values)
+    )
+    return total / count.clamp(min=1), count > 0
+
+
+def group_alpha(
+    hbar: torch.Tensor,
+    groups: torch.Tensor,
+    valid: torch.Tensor,
+    *,
+    lam: float,
+    eps: float = 1e-6,
+    min_range: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(α, gated)`` per unit: exp(−λ·H̃) normalised to mean 1 over the valid units of its group.
+
+    ``gated`` marks the units of groups whose H̄ range is under ``min_range`` (α = 1 there),
+    which includes groups of one. Units with ``valid == False`` (no tokens) get α = 1 and
+    enter neither the min, the max nor the mean of their group.
+    """
+    if lam < 0:
+        raise ValueError(f"aem lambda must be >= 0, got {lam}")
+    if min_range < 0 or eps < 0:
+        raise ValueError(f"aem min_range ({min_range}) and eps ({eps}) must be >= 0")
+    hbar = hbar.to(torch.float64)
+    valid = valid.to(torch.bool)
+    ones = torch.ones_like(hbar)
+    if len(hbar) == 0:
+        return ones, valid.clone()
+    _, group_index = torch.unique(groups, return_inverse=True)
+    n_groups = int(group_index.max()) + 1
+    inf = torch.tensor(float("inf"), dtype=torch.float64)
+    lo = torch.full((n_groups,), float("inf"), dtype=torch.float64).scatter_reduce(
+        0, group_index, torch.where(valid, hbar, inf), reduce="amin"
+    )
+    hi = torch.full((n_groups,), float("-inf"), dtype=torch.float64).scatter_reduce(
+        0, group_index, torch.where(valid, hbar, -inf), reduce="amax"
+    )
+    spread = (hi - lo)[group_index]
+    gated = ~(spread >= min_range) | ~(spread > 0)  # also catches groups with no valid unit
+    normalised = torch.where(valid & ~gated, (hbar - lo[group_index]) / (spread + eps), 0.0)
+    weight = torch.where(valid, torch.exp(-lam * normalised), 0.0)
+    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, valid.double())
+    total = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, weight)
+    mean = (total / count.clamp(min=1))[group_index]
+    alpha = weight / mean.clamp(min=torch.finfo(torch.float64).tiny)
+    return torch.where(valid & ~gated, alpha, ones), gated
+
+
+def apply_alpha(advantages: torch.Tensor, alpha: torch.Tensor, units: Units) -> torch.Tensor:
+    """``A' = α · A``: ``(B, T)`` per token when rows hold several units, else ``(B,)``.
+
+    Tokens outside every unit keep α = 1 (they carry no loss anyway).
+    """
+    alpha = alpha.to(advantages.dtype)
+    token_alpha = torch.where(
+        units.token_unit >= 0,
+        alpha[units.token_unit.clamp(min=0)] if len(alpha) else torch.ones(()),
+        torch.ones((), dtype=alpha.dtype),
+    )
+    if units.per_token:
+        return token_alpha * advantages.unsqueeze(1)
+    # One unit per row (or per episode): every token of the row has the same α.
+    first = (units.token_unit >= 0).to(torch.long).argmax(dim=1, keepdim=True)
+    row_alpha = token_alpha.gather(1, first).squeeze(1) if token_alpha.numel() else token_alpha
+    return row_alpha * advantages
+
+
+def alpha_stats(
+    alpha: torch.Tensor, hbar: torch.Tensor, valid: torch.Tensor, gated: torch.Tensor
+) -> dict[str, float]:
+    """What a training step logs about AEM: entropy, the α spread and the share gated."""
+    counted = alpha[valid] if valid.any() else torch.ones(1, dtype=torch.float64)
+    return {
+        "entropy_mean": float(hbar[valid].mean()) if valid.any() else 0.0,
+        "alpha_min": float(counted.min()),
+        "alpha_max": float(counted.max()),
+        "alpha_std": float(counted.std(unbiased=False)),
+        "gated_share": float(gated[valid].double().mean()) if valid.any() else 1.0,
+        "units": float(valid.sum()),
+    }
 
 
 def aem_modulate(
@@ -34,134 +192,50 @@ def aem_modulate(
     *,
     lam: float = 1.0,
     eps: float = 1e-6,
-    level: Level = "response",
+    min_range: float = 0.1,
+    unit: Unit = "turn",
     turn_ids: torch.Tensor | None = None,
+    episode_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Return ``(modulated_advantages, stats)``.
+    """Return ``(modulated_advantages, stats)`` for one batch held in one process.
 
     Args:
-        advantages: ``(B,)`` advantages of the base estimator, one per response.
+        advantages: ``(B,)`` advantages of the base estimator, one per row.
         entropies: ``(B, T)`` per-token entropies of the sampling policy.
-        mask: ``(B, T)``; 1 on the response's own tokens, 0 on prompt, observation and padding
+        mask: ``(B, T)``; 1 on the policy's own tokens, 0 on prompt, observation and padding
             tokens (those never enter H̄).
-        group_ids: ``(B,)`` integer id of each response's group (the GRPO group).
+        group_ids: ``(B,)`` integer id of each row's GRPO group.
         lam: λ ≥ 0; 0 returns ``advantages`` unchanged, bit for bit.
-        eps: ε of the min-max normalisation.
-        level: ``"response"`` → ``(B,)`` result; ``"turn"`` → ``(B, T)`` per-token result.
-        turn_ids: ``(B, T)`` turn index of each token, needed at ``level="turn"``.
+        eps: ε of the min-max division.
+        min_range: the gate, in nats: a group whose H̄ range is below it keeps α = 1.
+        unit: ``"turn"`` (the paper) or ``"trajectory"`` (one α per episode, an ablation).
+        turn_ids: ``(B, T)`` turn index per token when a row is a whole trajectory; the result
+            is then ``(B, T)`` per token at ``unit="turn"``.
+        episode_ids: ``(B,)`` episode of each row when a row is one step and
+            ``unit="trajectory"``.
 
-    ``stats`` holds ``entropy_mean`` (mean H̄ over units with tokens), ``alpha_min``,
-    ``alpha_max``, ``alpha_std`` and ``positive_advantage_share``. A unit with no unmasked
-    token has no H̄: it takes α = 1 and stays out of its group's statistics. Groups whose H̄
-    are all equal, and groups of one, get α = 1 for every member.
+    ``stats``: ``entropy_mean`` (mean H̄ over units with tokens), ``alpha_min``, ``alpha_max``,
+    ``alpha_std``, ``gated_share`` (share of units in gated groups), ``units`` and
+    ``positive_advantage_share``.
     """
-    if level not in LEVELS:
-        raise ValueError(f"aem level must be one of {LEVELS}, got {level!r}")
-    if lam < 0:
-        raise ValueError(f"aem lambda must be >= 0, got {lam}")
     if advantages.dim() != 1:
-        raise ValueError(f"advantages must be 1-D (one per response), got shape {advantages.shape}")
+        raise ValueError(f"advantages must be 1-D (one per row), got shape {advantages.shape}")
     if entropies.shape != mask.shape or entropies.shape[0] != advantages.shape[0]:
         raise ValueError(
             f"entropies {tuple(entropies.shape)} and mask {tuple(mask.shape)} must both be "
             f"(B, T) with B = {advantages.shape[0]}"
         )
-    mask = mask.to(torch.bool)
-    entropies = entropies.detach().to(torch.float64)
-    group_ids = group_ids.to(torch.long)
-
-    if level == "response":
-        unit_of_token = torch.where(mask, torch.arange(len(advantages)).unsqueeze(1), -1)
-        unit_group = group_ids
-        n_units = len(advantages)
-    else:
-        if turn_ids is None or turn_ids.shape != mask.shape:
-            raise ValueError("level='turn' needs turn_ids with the same (B, T) shape as mask")
-        unit_of_token, unit_group, n_units = _turn_units(turn_ids.to(torch.long), mask, group_ids)
-
-    hbar, has_tokens = _unit_mean(entropies, unit_of_token, n_units)
+    units = unit_index(mask, group_ids, unit=unit, turn_ids=turn_ids, episode_ids=episode_ids)
+    hbar, valid = unit_mean_entropy(entropies, units)
+    alpha, gated = group_alpha(hbar, units.group, valid, lam=lam, eps=eps, min_range=min_range)
     if lam == 0:
-        alpha = torch.ones(n_units, dtype=torch.float64)
+        alpha = torch.ones_like(alpha)
+        expanded = advantages.unsqueeze(1).expand(mask.shape) if units.per_token else advantages
+        modulated = expanded.clone()
     else:
-        alpha = group_alpha(hbar, unit_group, has_tokens, lam=lam, eps=eps)
-
-    if level == "response":
-        modulated = advantages.clone() if lam == 0 else alpha.to(advantages.dtype) * advantages
-    else:
-        expanded = advantages.unsqueeze(1).expand(-1, mask.shape[1])
-        token_alpha = torch.where(
-            unit_of_token >= 0, alpha[unit_of_token.clamp(min=0)], torch.ones((), dtype=alpha.dtype)
-        )
-        modulated = expanded.clone() if lam == 0 else token_alpha.to(advantages.dtype) * expanded
-    counted = alpha[has_tokens] if has_tokens.any() else torch.ones(1, dtype=torch.float64)
-    stats = {
-        "entropy_mean": float(hbar[has_tokens].mean()) if has_tokens.any() else 0.0,
-        "alpha_min": float(counted.min()),
-        "alpha_max": float(counted.max()),
-        "alpha_std": float(counted.std(unbiased=False)),
-        "positive_advantage_share": float((advantages > 0).to(torch.float64).mean())
-        if len(advantages)
-        else 0.0,
-    }
+        modulated = apply_alpha(advantages, alpha, units)
+    stats = alpha_stats(alpha, hbar, valid, gated)
+    stats["positive_advantage_share"] = (
+        float((advantages > 0).double().mean()) if len(advantages) else 0.0
+    )
     return modulated, stats
-
-
-def group_alpha(
-    hbar: torch.Tensor,
-    groups: torch.Tensor,
-    valid: torch.Tensor,
-    *,
-    lam: float,
-    eps: float,
-) -> torch.Tensor:
-    """α for each unit: exp(−λ·H̃) normalised to mean 1 over the valid units of its group.
-
-    Units with ``valid == False`` (no tokens) get α = 1 and do not enter min, max or mean.
-    """
-    hbar = hbar.to(torch.float64)
-    _, group_index = torch.unique(groups, return_inverse=True)
-    n_groups = int(group_index.max()) + 1 if len(group_index) else 0
-    inf = torch.tensor(float("inf"), dtype=torch.float64)
-    lo = torch.full((n_groups,), float("inf"), dtype=torch.float64).scatter_reduce(
-        0, group_index, torch.where(valid, hbar, inf), reduce="amin"
-    )
-    hi = torch.full((n_groups,), float("-inf"), dtype=torch.float64).scatter_reduce(
-        0, group_index, torch.where(valid, hbar, -inf), reduce="amax"
-    )
-    spread = hi[group_index] - lo[group_index]
-    normalised = torch.where(valid, (hbar - lo[group_index]) / (spread + eps), 0.0)
-    weight = torch.where(valid, torch.exp(-lam * normalised), 0.0)
-    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, valid.double())
-    total = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, weight)
-    mean = total / count.clamp(min=1)
-    alpha = weight / mean[group_index].clamp(min=torch.finfo(torch.float64).tiny)
-    # Constant groups (spread 0, which includes groups of one) keep exactly α = 1.
-    flat = spread <= 0
-    return torch.where(valid & ~flat, alpha, torch.ones_like(alpha))
-
-
-def _unit_mean(
-    values: torch.Tensor, unit_of_token: torch.Tensor, n_units: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean of ``values`` over the tokens of each unit (tokens with unit −1 are ignored)."""
-    keep = unit_of_token >= 0
-    index = unit_of_token[keep]
-    total = torch.zeros(n_units, dtype=torch.float64).index_add_(0, index, values[keep])
-    count = torch.zeros(n_units, dtype=torch.float64).index_add_(
-        0, index, torch.ones_like(values[keep])
-    )
-    return total / count.clamp(min=1), count > 0
-
-
-def _turn_units(
-    turn_ids: torch.Tensor, mask: torch.Tensor, group_ids: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Number (row, turn) pairs as units; every turn of a row inherits the row's group."""
-    rows = torch.arange(turn_ids.shape[0]).unsqueeze(1).expand_as(turn_ids)
-    width = int(turn_ids[mask].max()) + 1 if mask.any() else 1
-    key = torch.where(mask, rows * width + turn_ids.clamp(min=0), -1)
-    present, inverse = torch.unique(key[mask], return_inverse=True)
-    unit_of_token = torch.full_like(key, -1)
-    unit_of_token[mask] = inverse
-    unit_group = group_ids[present // width]
-    return unit_of_token, unit_group, len(present)

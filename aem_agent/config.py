@@ -1,11 +1,11 @@
-"""``AEMConfig``: TRL's ``GRPOConfig`` plus the AEM and multi-turn rollout settings.
+"""``AEMConfig``: TRL's ``GRPOConfig`` plus the AEM, LoRA and multi-turn rollout settings.
 
 Why a subclass of ``GRPOConfig``: every TRL setting (learning rate, group size via
 ``num_generations``, sampling temperature, logging, checkpoints, vLLM) keeps its meaning and its
-documentation, and ``HfArgumentParser``/YAML loading work unchanged. The defaults of the AEM
-settings are the ones ``design/AEM.md`` states (λ = 1.0, ε = 1e-6, response level, no
-re-normalisation); the rollout defaults follow the paper's setup (50-step episodes, the
-10 / 0 / −0.1 reward scheme of the envs).
+documentation, and ``HfArgumentParser``/YAML loading work unchanged. The AEM defaults are the
+paper's (``docs/aem.md``): λ = 1, the unit is one turn's response, a 0.1-nat gate, no
+re-normalisation; the rollout defaults follow its setup (50-step episodes, the 10 / 0 / −0.1
+reward scheme of the envs).
 """
 
 from __future__ import annotations
@@ -14,10 +14,20 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from aem_agent.aem import LEVELS
+from aem_agent.aem import UNITS, Unit
+from aem_agent.rollout import LAYOUTS, Layout
 from aem_envs.core.errors import AEMError
 
-LAYOUTS: tuple[str, ...] = ("trajectory", "step")
+#: Modules LoRA adapts by default: attention and MLP projections of Llama/Qwen-style models.
+LORA_TARGETS: tuple[str, ...] = (
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+)
 
 
 class ConfigError(AEMError, ValueError):
@@ -26,7 +36,70 @@ class ConfigError(AEMError, ValueError):
 
 @dataclass
 class AEMConfig(GRPOConfig):
-    """Settings of :class:`aem_agent.trainer.AEMGRPOTrainer` (all of ``GRPOConfig`` plus these)."""
+    r"""Settings of :class:`aem_agent.trainer.AEMGRPOTrainer`: all of ``GRPOConfig`` plus these.
+
+    Parameters:
+        > AEM (``docs/aem.md``)
+
+        aem_enabled (`bool`, *optional*, defaults to `True`):
+            Apply AEM after the GRPO advantage. `False` trains plain GRPO (bit for bit).
+        aem_lambda (`float`, *optional*, defaults to `1.0`):
+            λ ≥ 0, the strength of the modulation α = exp(−λ·H̃)/mean exp(−λ·H̃). `0` is GRPO.
+        aem_unit (`Literal["turn", "trajectory"]`, *optional*, defaults to `"turn"`):
+            What gets one α. `"turn"` (the paper): every assistant turn's response, from the mean
+            entropy of its own tokens, normalised over all turn-responses of its GRPO group.
+            `"trajectory"`: one α per episode from all its tokens (an ablation).
+        aem_min_range (`float`, *optional*, defaults to `0.1`):
+            The gate, in nats: a group whose mean-entropy range (max − min over its units) is
+            below it keeps α = 1 for every unit, so noise is not stretched to [1/e, e].
+        aem_eps (`float`, *optional*, defaults to `1e-6`):
+            ε added to the range in the min-max division.
+
+        > LoRA (``peft``)
+
+        use_peft (`bool`, *optional*, defaults to `False`):
+            Train a LoRA adapter instead of every weight (``aem train`` turns it on by default
+            on CPU). The reference model for `beta > 0` is then the base with the adapter off.
+        lora_r (`int`, *optional*, defaults to `16`):
+            LoRA rank.
+        lora_alpha (`int`, *optional*, defaults to `32`):
+            LoRA scaling numerator (the update is scaled by `lora_alpha / lora_r`).
+        lora_dropout (`float`, *optional*, defaults to `0.0`):
+            Dropout on the LoRA branch.
+        lora_target_modules (`list[str]`, *optional*, defaults to attention + MLP projections):
+            Module names LoRA adapts.
+
+        > Multi-turn rollouts
+
+        env_ids (`list[str]`, *optional*, defaults to `["aem/ALFWorld-v0"]`):
+            Environment ids to train on; tasks alternate between them.
+        env_kwargs (`dict`, *optional*, defaults to `{}`):
+            Keyword arguments for `gym.make` of every env (data paths, reward scheme, …).
+        env_split (`str` or `None`, *optional*, defaults to `None`):
+            Task split to train on (`None`: the env's training split).
+        num_tasks (`int`, *optional*, defaults to `256`):
+            Distinct (task, seed) episodes in the training set; each one is a GRPO group.
+        max_turns (`int`, *optional*, defaults to `50`):
+            Episode step limit (the paper: 50).
+        max_turn_tokens (`int`, *optional*, defaults to `256`):
+            Most new tokens the policy generates in one turn.
+        history_window (`int`, *optional*, defaults to `2`):
+            Earlier (observation, action) pairs shown in a step-layout prompt.
+        rollout_layout (`Literal["step", "trajectory"]`, *optional*, defaults to `"step"`):
+            `"step"`: one (prompt, reply) sample per turn, all steps of an episode sharing its
+            advantage (verl-agent's layout, the paper's). `"trajectory"`: one sequence per
+            episode with observation tokens masked.
+        env_workers (`int`, *optional*, defaults to `8`):
+            Threads stepping the batch's environments concurrently.
+        reply_prefix (`str` or `None`, *optional*, defaults to `None`):
+            Text pre-filled at the start of every reply; its tokens end the model's context
+            and it is put back in front of the reply before parsing. `"<action>"` gets very
+            small models (SmolLM2-135M) to answer with actions.
+        step_token_budget (`int`, *optional*, defaults to `16384`):
+            Most tokens (rows × padded length) in one no-grad forward over step rows (old
+            policy, reference): step rows are micro-batched by this budget, in the same number
+            of forward calls on every process.
+    """
 
     aem_enabled: bool = field(
         default=True,
@@ -34,17 +107,32 @@ class AEMConfig(GRPOConfig):
     )
     aem_lambda: float = field(
         default=1.0,
-        metadata={"help": "λ: strength of the entropy modulation (0 = plain GRPO; sweep 0.5-2)."},
+        metadata={"help": "λ >= 0: strength of the entropy modulation (0 = plain GRPO)."},
+    )
+    aem_unit: Unit = field(
+        default="turn",
+        metadata={
+            "help": "'turn': one α per assistant turn's response (the paper); "
+            "'trajectory': one α per episode (ablation).",
+            "choices": list(UNITS),
+        },
+    )
+    aem_min_range: float = field(
+        default=0.1,
+        metadata={"help": "Gate in nats: groups whose mean-entropy range is below it keep α = 1."},
     )
     aem_eps: float = field(
-        default=1e-6, metadata={"help": "ε of the in-group min-max normalisation of entropy."}
+        default=1e-6, metadata={"help": "ε added to the range in the min-max division."}
     )
-    aem_level: str = field(
-        default="response",
-        metadata={
-            "help": "'response': one α per trajectory; 'turn': one α per assistant turn, "
-            "giving per-token advantages (trajectory layout only)."
-        },
+    use_peft: bool = field(
+        default=False, metadata={"help": "Train a LoRA adapter instead of every weight."}
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale = alpha / r)."})
+    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA branch."})
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: list(LORA_TARGETS),
+        metadata={"help": "Module names LoRA adapts."},
     )
     env_ids: list[str] = field(
         default_factory=lambda: ["aem/ALFWorld-v0"],
@@ -55,7 +143,7 @@ class AEMConfig(GRPOConfig):
         metadata={"help": "Keyword arguments for gym.make of every env (e.g. data paths)."},
     )
     env_split: str | None = field(
-        default=None, metadata={"help": "Task split to train on (default: the env's first split)."}
+        default=None, metadata={"help": "Task split to train on (default: the training split)."}
     )
     num_tasks: int = field(
         default=256,
@@ -66,14 +154,15 @@ class AEMConfig(GRPOConfig):
         default=256, metadata={"help": "Most new tokens the policy may generate in one turn."}
     )
     history_window: int = field(
-        default=5,
+        default=2,
         metadata={"help": "Earlier (observation, action) pairs shown in a prompt (step layout)."},
     )
-    rollout_layout: str = field(
-        default="trajectory",
+    rollout_layout: Layout = field(
+        default="step",
         metadata={
-            "help": "'trajectory': one sequence per episode, observation tokens masked; "
-            "'step': one sample per step sharing the episode advantage."
+            "help": "'step': one sample per step sharing the episode advantage; "
+            "'trajectory': one sequence per episode, observation tokens masked.",
+            "choices": list(LAYOUTS),
         },
     )
     env_workers: int = field(
@@ -82,30 +171,34 @@ class AEMConfig(GRPOConfig):
     reply_prefix: str | None = field(
         default=None,
         metadata={
-            "help": "Text pre-filled at the start of every reply (default: none). Its tokens "
-            "end the model's context and it is put back in front of the reply before parsing; "
-            "'<action>' gets very small models (SmolLM2-135M) to answer with actions."
+            "help": "Text pre-filled at the start of every reply (default: none); '<action>' "
+            "gets very small models (SmolLM2-135M) to answer with actions."
         },
+    )
+    step_token_budget: int = field(
+        default=16384,
+        metadata={"help": "Most tokens in one no-grad forward over step rows (micro-batching)."},
     )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.aem_level not in LEVELS:
-            raise ConfigError(f"aem_level={self.aem_level!r}; choose one of {list(LEVELS)}")
-        if self.aem_lambda < 0:
-            raise ConfigError(f"aem_lambda={self.aem_lambda} must be >= 0 (0 = plain GRPO)")
-        if self.aem_eps < 0:
-            raise ConfigError(f"aem_eps={self.aem_eps} must be >= 0")
+        if self.aem_unit not in UNITS:
+            raise ConfigError(f"aem_unit={self.aem_unit!r}; choose one of {list(UNITS)}")
         if self.rollout_layout not in LAYOUTS:
             raise ConfigError(
                 f"rollout_layout={self.rollout_layout!r}; choose one of {list(LAYOUTS)}"
             )
-        if self.rollout_layout == "step" and self.aem_level == "turn":
-            raise ConfigError(
-                "aem_level='turn' needs rollout_layout='trajectory' (in the step layout every "
-                "sample already is one turn: use aem_level='response')"
-            )
-        for name in ("num_tasks", "max_turns", "max_turn_tokens", "env_workers"):
+        for name in ("aem_lambda", "aem_eps", "aem_min_range", "lora_dropout"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
+        for name in (
+            "num_tasks",
+            "max_turns",
+            "max_turn_tokens",
+            "env_workers",
+            "lora_r",
+            "step_token_budget",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be at least 1")
         if self.history_window < 0:

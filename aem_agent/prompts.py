@@ -10,9 +10,12 @@ the step count still tells the model how far along it is.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aem_envs.core.errors import AEMError
 
@@ -22,6 +25,12 @@ if TYPE_CHECKING:  # the policies import this module; a runtime import would be 
 #: Old observations in the history window are clipped to this many characters (head and
 #: tail kept) so that one long page or command output cannot crowd out the current step.
 HISTORY_OBSERVATION_CHARS = 512
+
+#: Beside a trained checkpoint: the prompt settings it was trained with (see
+#: :func:`read_prompt_layout`), so a policy plays it with the prompts it learnt on.
+PROMPT_FILE = "aem-prompt.json"
+#: The keys of :data:`PROMPT_FILE` a policy applies.
+PROMPT_KEYS = ("history_window", "reply_prefix", "system_prompt", "max_turn_tokens")
 
 REPLY_FORMAT = (
     "First reason step by step about the current situation inside <think> </think> tags. "
@@ -140,14 +149,30 @@ def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
     step = len(inp.history) + 1
     parts = [f"Your task is to: {inp.instruction}\n\n", _history_block(inp.history, history_window)]
     parts.append(f"You are now at step {step}. Current observation:\n{inp.observation}\n\n")
-    if inp.admissible_actions is not None:
-        listed = "\n".join(f"- {action}" for action in inp.admissible_actions)
-        parts.append(f"Admissible actions now:\n{listed}\n\n")
+    parts.append(_admissible_block(inp))
     parts.append(
         f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}\n"
         f"Example reply: {format_reply(template.example_action, template.example_think)}"
     )
     return "".join(parts)
+
+
+def observation_prompt(inp: PolicyInput) -> str:
+    """The user turn after a reply inside one trajectory: only what is new at this step.
+
+    Why not :func:`user_prompt` again: the task, the reply format and the example are already
+    in the trajectory's first prompt; repeating them every turn made each WebShop observation
+    segment about 800 tokens, most of the sequence a trajectory-layout forward pays for.
+    """
+    step = len(inp.history) + 1
+    return f"Step {step}. Observation:\n{inp.observation}\n\n" + _admissible_block(inp)
+
+
+def _admissible_block(inp: PolicyInput) -> str:
+    if inp.admissible_actions is None:
+        return ""
+    listed = "\n".join(f"- {action}" for action in inp.admissible_actions)
+    return f"Admissible actions now:\n{listed}\n\n"
 
 
 def build_messages(
@@ -165,3 +190,27 @@ def build_messages(
         {"role": "system", "content": system},
         {"role": "user", "content": user_prompt(inp, history_window=history_window)},
     ]
+
+
+def write_prompt_layout(directory: str | os.PathLike[str], layout: dict[str, Any]) -> Path:
+    """Write :data:`PROMPT_FILE` (atomically) into a checkpoint directory."""
+    from aem_envs.core.io import atomic_write_json
+
+    unknown = sorted(set(layout) - set(PROMPT_KEYS) - {"layout", "think"})
+    if unknown:
+        raise AEMError(f"prompt layout keys {unknown} are unknown; known: {list(PROMPT_KEYS)}")
+    return atomic_write_json(Path(directory) / PROMPT_FILE, layout)
+
+
+def read_prompt_layout(directory: str | os.PathLike[str]) -> dict[str, Any]:
+    """The prompt settings a checkpoint was trained with ({} for a checkpoint without them)."""
+    path = Path(directory) / PROMPT_FILE
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise AEMError(f"{path} is not valid JSON ({exc}); delete it or rewrite it") from exc
+    if not isinstance(data, dict):
+        raise AEMError(f"{path} must hold a JSON object of prompt settings")
+    return {k: data[k] for k in PROMPT_KEYS if data.get(k) is not None}

@@ -9,15 +9,16 @@ model's next context is literally ``prompt_ids + completion_ids`` so far. A ``re
 continues from (as part of the prompt, or of the masked observation segment), and its text is
 put back in front of the decoded reply before parsing, so the sampled ids stay untouched.
 
-Two layouts (``design/AEM.md``):
+Two layouts (``docs/aem.md``):
 
 * ``trajectory`` — one sequence per episode: the first prompt, then assistant turns interleaved
   with observation segments; ``env_mask`` is 0 on observation tokens so they carry no loss and
   never enter the entropy average. :meth:`MultiTurnRollout.__call__` returns this layout in the
   shape TRL's ``rollout_func`` expects.
-* ``step`` — one sample per step: a fresh prompt (task + recent history window + observation)
-  and the one reply; :func:`trajectory_batch` attaches them to their episode's row (``steps``)
-  so that all steps share the episode's advantage.
+* ``step`` — one sample per turn: a fresh prompt (task + recent history window + observation)
+  and the one reply; :func:`trajectory_batch` attaches them to a one-token stand-in row per
+  episode (``steps``), which the trainer expands into one row per turn, every turn sharing
+  its episode's advantage (its α is its own: ``docs/aem.md``).
 
 A GRPO group is G consecutive prompts that are the same :class:`EpisodeSpec`, so the G episodes
 start from the same task and seed and differ only in what the policy samples.
@@ -27,19 +28,28 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import gymnasium as gym
 import torch
 
 from aem_agent.policies.base import PolicyInput
-from aem_agent.prompts import build_messages, user_prompt
+from aem_agent.prompts import build_messages, observation_prompt
 from aem_envs.core.errors import AEMError
 from aem_envs.registration import resolve_env_id
 from aem_envs.wrappers import LLMActionWrapper, ReplyParser
+
+#: How episodes become training rows (see the module docstring).
+Layout = Literal["step", "trajectory"]
+LAYOUTS: tuple[str, ...] = get_args(Layout)
+
+
+#: Seconds between two progress lines of one rollout.
+PROGRESS_SECONDS = 15.0
 
 
 class RolloutError(AEMError, ValueError):
@@ -83,6 +93,10 @@ class Generated:
 
 #: Generates one reply per context (a list of token ids); contexts are whole sequences so far.
 Generate = Callable[[list[list[int]]], list[Generated]]
+
+#: Writes the reply for an env's current state in place of the model (e.g. the env's expert,
+#: for supervised warm starts); the text must start with the rollout's ``reply_prefix``.
+Teacher = Callable[[gym.Env], str]
 
 
 @dataclass
@@ -145,11 +159,11 @@ class MultiTurnRollout:
         self,
         tokenizer: Any,
         *,
-        layout: str = "trajectory",
+        layout: Layout = "step",
         max_turns: int = 50,
         max_turn_tokens: int = 256,
         max_total_tokens: int = 4096,
-        history_window: int = 5,
+        history_window: int = 2,
         env_kwargs: dict[str, Any] | None = None,
         workers: int = 8,
         parser: ReplyParser | None = None,
@@ -158,8 +172,8 @@ class MultiTurnRollout:
     ) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
             raise RolloutError("the tokenizer has no chat template; use an instruct/chat model")
-        if layout not in ("trajectory", "step"):
-            raise RolloutError(f"layout={layout!r}; choose 'trajectory' or 'step'")
+        if layout not in LAYOUTS:
+            raise RolloutError(f"layout={layout!r}; choose one of {list(LAYOUTS)}")
         self.tokenizer = tokenizer
         self.layout = layout
         self.max_turns = max_turns
@@ -175,10 +189,29 @@ class MultiTurnRollout:
             if self.reply_prefix
             else []
         )
+        #: Called with one line every :data:`PROGRESS_SECONDS` of a long rollout (``aem train``
+        #: sets it to ``print``), so minutes of generation are not minutes of silence.
+        self.progress: Callable[[str], None] | None = None
         self._pool: dict[str, list[gym.Env]] = {}
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
         self._eos_id = int(tokenizer.eos_token_id)
         self._eos_text = tokenizer.convert_ids_to_tokens(self._eos_id)
+
+    @classmethod
+    def from_config(cls, config: Any, tokenizer: Any) -> MultiTurnRollout:
+        """The rollout an :class:`aem_agent.config.AEMConfig` describes: every rollout
+        setting reaches the rollout here, in one place."""
+        return cls(
+            tokenizer,
+            layout=config.rollout_layout,
+            max_turns=config.max_turns,
+            max_turn_tokens=config.max_turn_tokens,
+            max_total_tokens=config.max_completion_length,
+            history_window=config.history_window,
+            env_kwargs=config.env_kwargs,
+            workers=config.env_workers,
+            reply_prefix=config.reply_prefix,
+        )
 
     # ------------------------------------------------------------------ TRL entry point
     def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
@@ -204,7 +237,8 @@ class MultiTurnRollout:
             generate = trainer_generator(trainer, self.tokenizer, self.max_turn_tokens)
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         episodes = self.play(specs, generate, sync=sync, full_batch=bool(trainer.use_vllm))
-        return trajectory_batch(episodes, with_steps=self.layout == "step")
+        stand_in = self._eos_id if self.layout == "step" else None
+        return trajectory_batch(episodes, stand_in_eos=stand_in)
 
     def provides_entropies(self, trainer: Any) -> bool:
         """Whether batches will carry sampler entropies (vLLM returns log-probs only)."""
@@ -214,17 +248,23 @@ class MultiTurnRollout:
     def play(
         self,
         specs: Sequence[EpisodeSpec],
-        generate: Generate,
+        generate: Generate | None = None,
         *,
         sync: Callable[[int], int] | None = None,
         full_batch: bool = False,
+        teacher: Teacher | None = None,
     ) -> list[Episode]:
         """Play one episode per spec, generating all active episodes' turns as one batch.
 
         ``sync`` (distributed runs) maps this process's count of active episodes to the count
         over all processes, so every process makes the same number of ``generate`` calls;
-        ``full_batch`` sends a placeholder context for each finished episode.
+        ``full_batch`` sends a placeholder context for each finished episode. With a
+        ``teacher`` instead of ``generate``, its replies (see :meth:`teacher_reply`) are played
+        and recorded as if sampled, so each ``Turn.prompt_ids`` is exactly the context the
+        model would have been given.
         """
+        if (generate is None) == (teacher is None):
+            raise RolloutError("play() takes exactly one of generate and teacher")
         envs = self._checkout(specs)
         episodes = [Episode(spec) for spec in specs]
         resets = list(self._executor.map(self._reset, envs, specs))
@@ -235,8 +275,12 @@ class MultiTurnRollout:
         for episode, inp in zip(episodes, inputs, strict=True):
             episode.prompt_ids = self._encode_messages(self._messages(inp, history=False))
             episode.prompt_ids += self._prefix_ids
+        last_report = time.monotonic()
         for turn in range(self.max_turns):
             active = [i for i, e in enumerate(episodes) if not (e.done or e.out_of_tokens)]
+            if self.progress is not None and time.monotonic() - last_report > PROGRESS_SECONDS:
+                self.progress(_progress_line(episodes, turn))
+                last_report = time.monotonic()
             if not (sync(len(active)) if sync is not None else active):
                 break
             asked = range(len(episodes)) if full_batch else active
@@ -244,7 +288,10 @@ class MultiTurnRollout:
                 i: self._context(episodes[i], inputs[i]) if i in active else [self._eos_id]
                 for i in asked
             }
-            replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
+            if teacher is not None:
+                replies = {i: self.teacher_reply(teacher(envs[i])) for i in active}
+            else:
+                replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
             texts = [
                 self.reply_prefix + self.tokenizer.decode(replies[i].ids, skip_special_tokens=True)
                 for i in active
@@ -253,6 +300,21 @@ class MultiTurnRollout:
             for i, text, step in zip(active, texts, steps, strict=True):
                 self._record(episodes[i], inputs[i], turn, contexts[i], replies[i], text, step)
         return episodes
+
+    def teacher_reply(self, text: str) -> Generated:
+        """A teacher's reply text as the token ids the model would emit after its context.
+
+        The ``reply_prefix`` already ends the context, so only the rest of ``text`` is
+        tokenised, then the EOS that closes a finished turn; log-probabilities are zero.
+        """
+        if not text.startswith(self.reply_prefix):
+            raise RolloutError(
+                f"teacher reply {text[:60]!r} does not start with reply_prefix "
+                f"{self.reply_prefix!r}"
+            )
+        body = text[len(self.reply_prefix) :]
+        ids = [*self.tokenizer(body, add_special_tokens=False)["input_ids"], self._eos_id]
+        return Generated(ids, [0.0] * len(ids), None)
 
     def close(self) -> None:
         """Close every pooled environment and stop the worker threads."""
@@ -348,7 +410,7 @@ class MultiTurnRollout:
         The chat template is rendered once with and once without the new user message; the
         difference, taken from just after the assistant's end-of-turn token, is the segment.
         """
-        user = {"role": "user", "content": user_prompt(inp, history_window=0)}
+        user = {"role": "user", "content": observation_prompt(inp)}
         before = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
         head = self.tokenizer.apply_chat_template(before, tokenize=False)
         full = self.tokenizer.apply_chat_template(
@@ -365,40 +427,68 @@ class MultiTurnRollout:
         return [*ids, *self._prefix_ids]
 
 
-def trajectory_batch(episodes: Sequence[Episode], *, with_steps: bool = False) -> dict[str, list]:
+def _progress_line(episodes: Sequence[Episode], turn: int) -> str:
+    turns = [t for e in episodes for t in e.turns]
+    done = sum(e.done or e.out_of_tokens for e in episodes)
+    valid = sum(t.action_valid for t in turns) / max(len(turns), 1)
+    return (
+        f"  rollout: turn {turn}, {done}/{len(episodes)} episodes done, "
+        f"{len(turns)} turns played, valid actions {valid:.0%}"
+    )
+
+
+def trajectory_batch(
+    episodes: Sequence[Episode], *, stand_in_eos: int | None = None
+) -> dict[str, list]:
     """Episodes in the shape TRL's ``rollout_func`` returns (one row per episode).
 
     ``env_mask`` becomes TRL's tool mask; the other extra keys reach the reward functions and
-    :class:`aem_agent.trainer.AEMGRPOTrainer` (sampler entropies, turn ids for turn-level AEM).
-    With ``with_steps`` each row also carries its episode's step samples (``steps``), which the
-    trainer expands into one training row per step after TRL has computed the advantages.
+    :class:`aem_agent.trainer.AEMGRPOTrainer` (sampler entropies, turn ids for turn-level AEM,
+    episode statistics). With ``stand_in_eos`` (the step layout) each row is a one-token
+    stand-in — the last prompt token and that EOS — so that TRL's forwards over the episode rows
+    cost nothing, and the row carries its episode's turns (``steps``), which the trainer turns
+    into one training row per turn after TRL has computed the advantages.
     """
-    batch = {
-        "prompt_ids": [e.prompt_ids for e in episodes],
-        "completion_ids": [e.completion_ids for e in episodes],
-        "logprobs": [e.logprobs for e in episodes],
-        "env_mask": [e.env_mask for e in episodes],
-        "turn_ids": [e.turn_ids for e in episodes],
+    batch: dict[str, list] = {
         "episode_reward": [e.reward for e in episodes],
         "won": [float(e.won) for e in episodes],
         "score": [e.score for e in episodes],
         "num_turns": [len(e.turns) for e in episodes],
+        "valid_rate": [
+            sum(t.action_valid for t in e.turns) / max(len(e.turns), 1) for e in episodes
+        ],
     }
+    if stand_in_eos is not None:
+        batch.update(
+            prompt_ids=[e.prompt_ids[-1:] for e in episodes],
+            completion_ids=[[stand_in_eos] for _ in episodes],
+            logprobs=[[0.0] for _ in episodes],
+            env_mask=[[1] for _ in episodes],
+            steps=[[_step_sample(t) for t in e.turns] for e in episodes],
+        )
+        return batch
+    batch.update(
+        prompt_ids=[e.prompt_ids for e in episodes],
+        completion_ids=[e.completion_ids for e in episodes],
+        logprobs=[e.logprobs for e in episodes],
+        env_mask=[e.env_mask for e in episodes],
+        turn_ids=[e.turn_ids for e in episodes],
+    )
     if all(len(e.entropies) == len(e.completion_ids) for e in episodes):
         batch["sampler_entropies"] = [e.entropies for e in episodes]
-    if with_steps:
-        batch["steps"] = [
-            [
-                {
-                    "prompt_ids": t.prompt_ids,
-                    "completion_ids": t.reply.ids,
-                    "logprobs": t.reply.logprobs,
-                }
-                for t in e.turns
-            ]
-            for e in episodes
-        ]
     return batch
+
+
+def _step_sample(turn: Turn) -> dict[str, list]:
+    """One turn as the trainer's step row: its context, reply, log-probs (and entropies)."""
+    sample: dict[str, list] = {
+        "prompt_ids": turn.prompt_ids,
+        "completion_ids": turn.reply.ids,
+        "logprobs": turn.reply.logprobs,
+    }
+    if turn.reply.entropies is not None:
+        sample["entropies"] = turn.reply.entropies
+    return sample
 
 
 def episode_reward(completions: list, episode_reward: list[float], **_: Any) -> list[float]:

@@ -1,7 +1,10 @@
 """The training driver behind ``aem train``: settings → model → rollouts → trainer → outputs.
 
 What a run leaves in ``output_dir``: TRL checkpoints (``checkpoint-<step>/``, resumable), the
-final model, ``metrics.csv`` (one row per logged step, rewritten atomically so a killed run
+final model in ``final/`` (a plain Hugging Face checkpoint — with LoRA the adapter merged in,
+the adapter alone in ``final/adapter/`` — and ``aem-prompt.json``, the prompt settings it was
+trained with, which ``aem bench --policy hf:final`` applies),
+``metrics.csv`` (one row per logged step, rewritten atomically so a killed run
 never leaves half a file), TensorBoard events under ``tensorboard/``, the resolved settings
 (``aem-train.json``) and ``training.png`` (success rate, reward and entropy per step).
 
@@ -17,11 +20,13 @@ import csv
 import io
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from aem_agent.prompts import write_prompt_layout
 from aem_envs.core.errors import AEMError, DataError
 from aem_envs.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
@@ -30,11 +35,17 @@ DRIVER_KEYS: dict[str, str] = {
     "model": "'smollm2' (the bundled SmolLM2-135M-Instruct) or a local checkpoint directory",
     "algo": "'aem' or 'grpo' (GRPO = AEM off)",
     "torch_threads": "CPU threads for torch (1 is fastest on 2 shared cores); unset = default",
+    "overwrite": "replace an earlier run's outputs in output_dir instead of refusing to start",
 }
 ALGOS = ("aem", "grpo")
 METRICS_FILE = "metrics.csv"
 PLOT_FILE = "training.png"
 SETTINGS_FILE = "aem-train.json"
+FINAL_DIR = "final"
+ADAPTER_DIR = "adapter"
+TENSORBOARD_DIR = "tensorboard"
+#: What a run writes into ``output_dir``; ``overwrite`` removes exactly these (and checkpoints).
+OUTPUTS = (METRICS_FILE, PLOT_FILE, SETTINGS_FILE, FINAL_DIR, TENSORBOARD_DIR)
 #: Plotted panels: (title, metric keys tried in order).
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("success rate", ("episode/success_rate",)),
@@ -103,6 +114,10 @@ def build_config(settings: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
     if not torch.cuda.is_available():
         values.setdefault("use_cpu", True)
         values.setdefault("bf16", False)
+        # CPU defaults: LoRA (a fraction of the optimizer state and gradient work) and no
+        # gradient checkpointing (it recomputes every forward; memory is not the limit here).
+        values.setdefault("use_peft", True)
+        values.setdefault("gradient_checkpointing", False)
     values.setdefault("logging_steps", 1)
     report_to = values.get("report_to", ["tensorboard"])
     report_to = [report_to] if isinstance(report_to, str) else list(report_to)
@@ -155,6 +170,8 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
         raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
+    if not resume:
+        check_output_dir(output_dir, overwrite=bool(driver.get("overwrite")))
 
     from aem_envs.registration import resolve_env_id
 
@@ -163,17 +180,22 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
     model_dir = resolve_model(str(driver.get("model", "smollm2")))
     metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
     trainer = build_trainer(
-        config, model_dir, callbacks=[metrics.callback(), *_tensorboard(output_dir, driver)]
+        config,
+        model_dir,
+        callbacks=[metrics.callback(), log_line_callback(), *_tensorboard(output_dir, driver)],
     )
     rollout = trainer.rollout_func
     if trainer.is_world_process_zero():
+        rollout.progress = print
         atomic_write_json(
             output_dir / SETTINGS_FILE,
             {"model": str(model_dir), **driver, **_jsonable(config.to_dict())},
         )
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        trainer.save_model(str(output_dir / "final"))
+        if trainer.is_world_process_zero():
+            save_policy(trainer.model, trainer.processing_class, output_dir / FINAL_DIR)
+            write_prompt_layout(output_dir / FINAL_DIR, prompt_layout(config))
     finally:
         rollout.close()
     plot = output_dir / PLOT_FILE
@@ -182,43 +204,117 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
     return TrainResult(output_dir, metrics.path, plot, trainer.state.global_step)
 
 
-def build_trainer(config: Any, model_dir: Path, *, callbacks: Sequence[Any] = ()) -> Any:
-    """An ``AEMGRPOTrainer`` for ``config`` with its multi-turn rollout as ``rollout_func``.
+def check_output_dir(
+    output_dir: Path, *, overwrite: bool, outputs: Sequence[str] = OUTPUTS
+) -> None:
+    """Refuse to start a fresh run over an earlier one, or (``overwrite``) remove its outputs.
 
-    Every rollout setting of ``config`` reaches the rollout here, in one place (``aem train``
-    and the overhead benchmark both build through it). The caller closes
-    ``trainer.rollout_func`` when done.
+    Why: a second run into the same folder used to overwrite ``metrics.csv`` and mix its
+    TensorBoard events with the first run's. Files that are not a run's outputs are kept.
     """
-    from transformers import AutoTokenizer
+    if output_dir.exists() and not output_dir.is_dir():
+        raise AEMError(f"output dir {output_dir} is a file; give a directory")
+    earlier = [
+        p for p in output_dir.glob("*") if p.name in outputs or p.name.startswith("checkpoint-")
+    ]
+    if not earlier:
+        return
+    if not overwrite:
+        names = ", ".join(sorted(p.name for p in earlier))
+        raise AEMError(
+            f"output dir {output_dir} holds an earlier run ({names}); "
+            "pass --resume to continue it, --overwrite to replace it, or another --output-dir"
+        )
+    for path in earlier:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
 
-    from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+
+def prompt_layout(config: Any) -> dict[str, Any]:
+    """The prompt settings a trained model must be played with (``aem-prompt.json``)."""
+    return {
+        "history_window": config.history_window,
+        "reply_prefix": config.reply_prefix or "",
+        "max_turn_tokens": config.max_turn_tokens,
+        "layout": config.rollout_layout,
+    }
+
+
+def save_policy(model: Any, tokenizer: Any, out: Path) -> Path | None:
+    """Save ``model`` as a plain checkpoint in ``out``; a PEFT model also as its adapter alone.
+
+    Why both: every loader (``aem train --model``, ``hf:DIR``, vLLM) reads a plain
+    checkpoint, while the adapter (a few MB) is what is small enough to ship. Returns the
+    adapter directory, or None for a full model.
+    """
+    from peft import PeftModel
+
+    adapter_dir = None
+    if isinstance(model, PeftModel):
+        adapter_dir = out / ADAPTER_DIR
+        model.save_pretrained(str(adapter_dir))
+        model = model.merge_and_unload()  # the trainer is done with it
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+    return adapter_dir
+
+
+def build_trainer(config: Any, model_dir: Path, *, callbacks: Sequence[Any] = ()) -> Any:
+    """An ``AEMGRPOTrainer`` for ``config`` (it builds its own rollout, tasks and reward),
+    with LoRA when ``config.use_peft``. The caller closes ``trainer.rollout_func`` when done.
+    """
     from aem_agent.trainer import AEMGRPOTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    rollout = MultiTurnRollout(
-        tokenizer,
-        layout=config.rollout_layout,
-        max_turns=config.max_turns,
-        max_turn_tokens=config.max_turn_tokens,
-        max_total_tokens=config.max_completion_length,
-        history_window=config.history_window,
-        env_kwargs=config.env_kwargs,
-        workers=config.env_workers,
-        reply_prefix=config.reply_prefix,
-    )
     return AEMGRPOTrainer(
         model=str(model_dir),
-        reward_funcs=[episode_reward],
         args=config,
-        train_dataset=task_dataset(
-            config.env_ids, config.num_tasks, seed=config.seed, split=config.env_split
-        ),
-        processing_class=tokenizer,
-        rollout_func=rollout,
+        peft_config=lora_config(config) if config.use_peft else None,
         callbacks=list(callbacks),
     )
+
+
+def lora_config(config: Any) -> Any:
+    """The ``peft.LoraConfig`` of ``config``'s LoRA settings (what TRL's ``peft_config`` takes)."""
+    from aem_envs.core.errors import require
+
+    peft = require("agent", "peft", feature="LoRA training (use_peft)")
+    return peft.LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def log_line_callback() -> Any:
+    """A ``TrainerCallback`` printing one readable line per logged step (main process)."""
+    from transformers import TrainerCallback
+
+    shown = (
+        ("reward", "reward"),
+        ("episode/success_rate", "success"),
+        ("episode/valid_rate", "valid"),
+        ("aem/entropy_mean", "entropy"),
+        ("aem/alpha_min", "alpha_min"),
+        ("aem/alpha_max", "alpha_max"),
+        ("aem/gated_share", "gated"),
+        ("loss", "loss"),
+    )
+
+    class _LogLine(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs or "train_runtime" in logs:
+                return
+            parts = [
+                f"{label} {logs[key]:.3g}"
+                for key, label in shown
+                if _number(logs.get(key)) is not None
+            ]
+            if parts:
+                head = f"step {state.global_step}/{state.max_steps}: "
+                print(head + ", ".join(parts), flush=True)
+
+    return _LogLine()
 
 
 class MetricsWriter:
@@ -297,7 +393,8 @@ def _tensorboard(output_dir: Path, driver: Mapping[str, Any]) -> list[Any]:
     from torch.utils.tensorboard import SummaryWriter
     from transformers.integrations import TensorBoardCallback
 
-    return [TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(output_dir / "tensorboard")))]
+    writer = SummaryWriter(log_dir=str(output_dir / TENSORBOARD_DIR))
+    return [TensorBoardCallback(tb_writer=writer)]
 
 
 def _number(value: Any) -> float | None:

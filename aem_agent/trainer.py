@@ -1,22 +1,25 @@
 """``AEMGRPOTrainer``: TRL's GRPO trainer with AEM applied after its advantage computation.
 
-TRL 1.16 builds advantages inside ``_generate_and_score_completions`` (no separate hook), so
-this class calls it, then rewrites ``out["advantages"]`` with :func:`aem_agent.aem.aem_modulate`.
-The loss, optimizer and everything else stay TRL's.
+The only change w.r.t. ``GRPOTrainer`` is the advantage: after TRL has computed the group
+advantage, :mod:`aem_agent.aem` rescales it per turn-response by an entropy weight α
+(``docs/aem.md``). The loss, optimizer, sampling and everything else stay TRL's. With the
+step layout the batch TRL scored (one row per episode) is rewritten into one row per turn by
+:mod:`aem_agent.steps` before AEM runs; that is a change of rows, not of the algorithm.
 
-Where the per-token entropies come from, cheapest first (the design asks for no extra forward
-pass when they are already known):
+TRL 1.16 builds advantages inside ``_generate_and_score_completions`` (no separate hook), so
+this class calls it, then rewrites its output. Where the per-token entropies come from,
+cheapest first (no extra forward pass when they are already known):
 
 1. the sampler: :class:`aem_agent.rollout.MultiTurnRollout` returns the entropy of every token
-   it generated (``sampler_entropies``), computed from the same logits it sampled from;
-2. TRL's old-policy forward: when TRL runs one anyway (gradient accumulation not aligned with
+   it generated, computed from the same logits it sampled from;
+2. the old-policy forward: when one runs anyway (gradient accumulation not aligned with
    generation, or vLLM importance-sampling correction), it is asked for entropies as well;
-3. otherwise one extra no-grad forward over the batch (plain single-turn prompts, vLLM without
-   correction). ``aem/entropy_source`` in the logs says which one ran (1, 2 or 3).
+3. otherwise one extra no-grad forward over the rows. ``aem/entropy_source`` in the logs says
+   which one ran (1, 2 or 3).
 
-Group statistics need whole groups, and a group's G rows may sit on different processes, so
-entropies, masks and advantages are gathered from every process before α is computed; each
-process then keeps its own rows.
+A group's units may sit on several processes, so each process computes the mean entropy of
+its own units and only those scalars (with their group ids) are gathered before α; each
+process then applies the α of its own units.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
+from trl.trainer.utils import use_adapter
 
-from aem_agent.aem import aem_modulate
+from aem_agent import steps
+from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
 
 #: Values of the ``aem/entropy_source`` metric.
@@ -37,14 +43,47 @@ class AEMGRPOTrainer(GRPOTrainer):
     """GRPO with Adaptive Entropy Modulation; with ``aem_enabled=False`` (or λ = 0) it is GRPO.
 
     Logged each step (besides TRL's metrics): ``aem/entropy_mean``, ``aem/alpha_min``,
-    ``aem/alpha_max``, ``aem/alpha_std``, ``aem/positive_advantage_share`` and, when the
-    rollout reports them, ``episode/success_rate``, ``episode/score`` and ``episode/turns``.
+    ``aem/alpha_max``, ``aem/alpha_std``, ``aem/gated_share``, ``aem/units``,
+    ``aem/positive_advantage_share``, ``aem/entropy_source`` and, when the rollout reports
+    them, ``episode/success_rate``, ``episode/score``, ``episode/turns`` and
+    ``episode/valid_rate``.
     """
 
     args: AEMConfig
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any = None,
+        args: AEMConfig | None = None,
+        train_dataset: Any = None,
+        processing_class: Any = None,
+        rollout_func: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Like ``GRPOTrainer``; without ``rollout_func`` and ``train_dataset`` the trainer
+        builds them from ``args`` (as TRL trainers build default ``args``): the multi-turn
+        rollout over ``args.env_ids``, its task dataset and the episode reward."""
+        if not isinstance(args, AEMConfig):
+            raise ConfigError("AEMGRPOTrainer needs args=AEMConfig(...)")
+        if rollout_func is None and train_dataset is None:
+            from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+
+            processing_class = processing_class or _tokenizer(model)
+            rollout_func = MultiTurnRollout.from_config(args, processing_class)
+            train_dataset = task_dataset(
+                args.env_ids, args.num_tasks, seed=args.seed, split=args.env_split
+            )
+            reward_funcs = reward_funcs or [episode_reward]
+        super().__init__(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            rollout_func=rollout_func,
+            **kwargs,
+        )
         self._aem_capture = False
         self._aem_captured: torch.Tensor | None = None
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
@@ -52,11 +91,6 @@ class AEMGRPOTrainer(GRPOTrainer):
             raise ConfigError(
                 f"the rollout plays the {layout!r} layout but rollout_layout="
                 f"{self.args.rollout_layout!r}; build both from the same AEMConfig"
-            )
-        if layout == "step" and self.beta != 0.0 and self.ref_model is None:
-            raise ConfigError(
-                "rollout_layout='step' with beta > 0 needs a separate reference model; "
-                "set beta=0 or train without a PEFT adapter"
             )
 
     # ------------------------------------------------------------------ entropy capture
@@ -81,135 +115,113 @@ class AEMGRPOTrainer(GRPOTrainer):
 
     # ------------------------------------------------------------------ the override
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        step_layout = self.args.rollout_layout == "step"
         provides = getattr(self.rollout_func, "provides_entropies", None)
         sampler_known = bool(provides is not None and provides(self))
-        self._aem_capture = not sampler_known and self._old_policy_forward_runs()
+        # The step layout recomputes every forward on its own rows; TRL's run on stand-ins.
+        self._aem_capture = (
+            not step_layout and not sampler_known and self._old_policy_forward_runs()
+        )
         self._aem_captured = None
         try:
             out = super()._generate_and_score_completions(inputs)
         finally:
             self._aem_capture = False
         # TRL merges the rollout's extra keys into ``inputs`` inside the call above.
-        sampler = bool(inputs) and "sampler_entropies" in inputs[0]
         mode = "train" if self.model.training else "eval"
         self._log_episodes(inputs, mode)
+        share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
+        self._metrics[mode]["aem/positive_advantage_share"].append(share)
+        want_entropy = self.args.aem_active
+        if step_layout and inputs and "steps" in inputs[0]:
+            out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
+            view = self._step_view(rows, len(inputs))
+        else:
+            entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
+            view = self._trajectory_view(inputs, out)
+        if entropies is not None:
+            self._modulate(out, entropies, view, mode)
+            self._metrics[mode]["aem/entropy_source"].append(source)
+        return out
 
+    # ------------------------------------------------------------------ AEM
+    def _modulate(
+        self, out: dict[str, Any], entropies: torch.Tensor, view: dict[str, Any], mode: str
+    ) -> None:
+        """α per unit from gathered group statistics; rescale ``out["advantages"]`` in place."""
+        units = unit_index(
+            view["mask"],
+            view["groups"],
+            unit=self.args.aem_unit,
+            turn_ids=view.get("turn_ids"),
+            episode_ids=view.get("episode_ids"),
+        )
+        hbar, valid = unit_mean_entropy(entropies.cpu(), units)
+        device = self.accelerator.device
+        local = torch.stack([hbar, units.group.double(), valid.double()], dim=1).to(device)
+        padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=0)
+        gathered = self.accelerator.gather(padded).cpu()
+        all_hbar, all_groups, all_valid = gathered[:, 0], gathered[:, 1].long(), gathered[:, 2] > 0
+        alpha, gated = group_alpha(
+            all_hbar,
+            all_groups,
+            all_valid,
+            lam=self.args.aem_lambda if self.args.aem_active else 0.0,
+            eps=self.args.aem_eps,
+            min_range=self.args.aem_min_range,
+        )
+        for name, value in alpha_stats(alpha, all_hbar, all_valid, gated).items():
+            self._metrics[mode][f"aem/{name}"].append(value)
+        if not self.args.aem_active:
+            return
+        start = self.accelerator.process_index * padded.shape[0]
+        mine = alpha[start : start + units.count]
+        advantages = out["advantages"]
+        out["advantages"] = apply_alpha(advantages.cpu(), mine, units).to(advantages.device)
+
+    def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor:
+        """Global GRPO group of local episodes (TRL groups consecutive gathered rows)."""
+        mode_train = self.model.training
+        size = self.num_generations if mode_train else self.num_generations_eval
+        first = self.accelerator.process_index * n_episodes
+        return (first + local_episode.clamp(min=0)) // size
+
+    def _trajectory_view(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict:
+        """Rows are episodes; with ``turn_ids`` every turn of a row is its own unit."""
         mask = out["completion_mask"]
         if "tool_mask" in out:
             mask = mask * out["tool_mask"]
-        entropies, source = self._entropies(inputs, out, sampler)
-        if entropies is None and not self.args.aem_active:
-            share = self.accelerator.gather(out["advantages"]) > 0
-            self._metrics[mode]["aem/positive_advantage_share"].append(share.float().mean().item())
-            return self._expand_steps(inputs, out)
-        if entropies is None:  # AEM on and nothing to reuse: one extra forward (source 3)
-            entropies, source = self._entropy_forward(out), SOURCE_EXTRA_FORWARD
+        mask = mask.cpu()
+        view = {"mask": mask, "groups": self._group_of(torch.arange(len(mask)), len(mask))}
+        if inputs and "turn_ids" in inputs[0]:
+            view["turn_ids"] = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
+        return view
 
-        turn_level = self.args.aem_active and self.args.aem_level == "turn"
-        local_rows, local_width = mask.shape
-        per_token = [entropies.float(), mask.long()]
-        if turn_level:
-            per_token.append(self._turn_ids(inputs, mask))
-        gathered = [
-            self.accelerator.gather(self.accelerator.pad_across_processes(t, dim=1)).cpu()
-            for t in per_token
-        ]
-        advantages = self.accelerator.gather(out["advantages"]).cpu()
-        group_size = self.num_generations if mode == "train" else self.num_generations_eval
-        modulated, stats = aem_modulate(
-            advantages,
-            gathered[0],
-            gathered[1],
-            torch.arange(len(advantages)) // group_size,
-            lam=self.args.aem_lambda if self.args.aem_active else 0.0,
-            eps=self.args.aem_eps,
-            level="turn" if turn_level else "response",
-            turn_ids=gathered[2] if turn_level else None,
-        )
-        if self.args.aem_active:
-            start = self.accelerator.process_index * local_rows
-            local = modulated[start : start + local_rows].to(out["advantages"].device)
-            out["advantages"] = local[:, :local_width] if local.dim() == 2 else local
-        for name, value in stats.items():
-            self._metrics[mode][f"aem/{name}"].append(value)
-        self._metrics[mode]["aem/entropy_source"].append(source)
-        return self._expand_steps(inputs, out)
-
-    # ------------------------------------------------------------------ step layout
-    def _expand_steps(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
-        """Step layout: replace each episode row by one row per step, sharing its advantage.
-
-        TRL has scored whole episodes (rewards, group advantages, AEM per episode); here each
-        step becomes a (prompt, reply) sample with the episode's advantage, and the
-        per-token tensors TRL computed on episode rows are recomputed on the step rows.
-        Padding rows (mask 0, advantage 0) keep the row count divisible by
-        ``steps_per_generation`` so TRL's split into micro-batches drops nothing.
-        """
-        if not inputs or "steps" not in inputs[0]:
-            return out
-        device = out["advantages"].device
-        pad_id = self._tokenizer.pad_token_id
-        rows = [(b, step) for b, x in enumerate(inputs) for step in x["steps"]]
-        chunks = self.args.steps_per_generation if self.model.training else 1
-        rows += [(-1, {"prompt_ids": [pad_id], "completion_ids": [pad_id], "logprobs": [0.0]})] * (
-            -len(rows) % chunks
-        )
-        prompt_ids, prompt_mask = _stack([r["prompt_ids"] for _, r in rows], pad_id, left=True)
-        completion_ids, completion_mask = _stack([r["completion_ids"] for _, r in rows], pad_id)
-        real = torch.tensor([b >= 0 for b, _ in rows], dtype=torch.long).unsqueeze(1)
-        completion_mask = completion_mask * real
-        index = torch.tensor([max(b, 0) for b, _ in rows], device=device)
-        advantages = out["advantages"][index] * real.squeeze(1).to(device)
-        expanded: dict[str, Any] = {
-            "prompt_ids": prompt_ids.to(device),
-            "prompt_mask": prompt_mask.to(device),
-            "completion_ids": completion_ids.to(device),
-            "completion_mask": completion_mask.to(device),
-            "advantages": advantages,
-            "num_items_in_batch": self.accelerator.gather(completion_mask.sum().to(device)).sum(),
+    def _step_view(self, rows: steps.StepRows, n_episodes: int) -> dict:
+        """Rows are turns; for the trajectory unit the rows of one episode form one unit."""
+        first = self.accelerator.process_index * n_episodes
+        return {
+            "mask": rows.completion_mask,
+            "groups": self._group_of(rows.episode, n_episodes),
+            "episode_ids": torch.where(rows.real, first + rows.episode, -1),
         }
-        if "sampling_per_token_logps" in out:
-            logps, _ = _stack([r["logprobs"] for _, r in rows], 0.0)
-            expanded["sampling_per_token_logps"] = logps.to(device)
-        for key, model in (
-            ("old_per_token_logps", self.model),
-            ("ref_per_token_logps", self.ref_model),
-        ):
-            if key in out:
-                expanded[key] = self._step_logps(model, expanded)
-        return expanded
 
-    def _step_logps(self, model: Any, batch: dict[str, Any]) -> torch.Tensor:
-        """Per-token log-probs of ``model`` on the step rows (old policy or reference)."""
-        with torch.no_grad():
-            logps, _, _ = super()._get_per_token_logps_and_entropies(
-                model,
-                torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1),
-                torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1),
-                batch["completion_ids"].size(1),
-                batch_size=self.args.per_device_train_batch_size,
-            )
-        return logps
-
-    # ------------------------------------------------------------------ helpers
-    def _entropies(
-        self, inputs: list[dict[str, Any]], out: dict[str, Any], sampler: bool
+    # ------------------------------------------------------------------ entropies
+    def _trajectory_entropies(
+        self, inputs: list[dict[str, Any]], out: dict[str, Any], wanted: bool
     ) -> tuple[torch.Tensor | None, float]:
-        """Entropies already at hand (sources 1 and 2), shaped like the completion ids."""
-        if sampler:
-            return _pad_rows([x["sampler_entropies"] for x in inputs], out["completion_ids"]), (
-                SOURCE_SAMPLER
-            )
+        """Entropies of the episode rows: sampler, captured forward, or (if AEM is on) extra."""
+        if inputs and "sampler_entropies" in inputs[0]:
+            rows = [x["sampler_entropies"] for x in inputs]
+            return _pad_rows(rows, out["completion_ids"]), SOURCE_SAMPLER
         if self._aem_captured is not None:
             captured, self._aem_captured = self._aem_captured, None
             return captured, SOURCE_OLD_POLICY
-        return None, 0.0
-
-    def _entropy_forward(self, out: dict[str, Any]) -> torch.Tensor:
-        """One no-grad forward of the current policy over the batch, for entropies only."""
+        if not wanted:
+            return None, 0.0
         input_ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
         attention = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
-        mode_batch = (
+        batch_size = (
             self.args.per_device_train_batch_size
             if self.model.training
             else self.args.per_device_eval_batch_size
@@ -220,21 +232,119 @@ class AEMGRPOTrainer(GRPOTrainer):
                 input_ids,
                 attention,
                 out["completion_ids"].size(1),
-                batch_size=mode_batch,
+                batch_size=batch_size,
                 compute_entropy=True,
             )
-        return entropies
+        return entropies, SOURCE_EXTRA_FORWARD
 
-    @staticmethod
-    def _turn_ids(inputs: list[dict[str, Any]], mask: torch.Tensor) -> torch.Tensor:
-        """Turn index of every completion token (all 0 when the rollout gave none)."""
-        if inputs and "turn_ids" in inputs[0]:
-            return _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
-        return torch.zeros_like(mask, dtype=torch.long)
+    # ------------------------------------------------------------------ step layout
+    def _step_batch(
+        self, inputs: list[dict[str, Any]], out: dict[str, Any], want_entropy: bool
+    ) -> tuple[dict[str, Any], steps.StepRows, torch.Tensor | None, float]:
+        """TRL's per-episode batch rewritten as one row per turn (see :mod:`aem_agent.steps`).
 
+        Every per-token quantity TRL computed is recomputed on the turn rows: old-policy and
+        reference log-probs when TRL asked for them, the vLLM importance-sampling ratio, and
+        the entropies AEM needs when the sampler did not report them. Forwards are split into
+        token-budget micro-batches, the same number of calls on every process.
+        """
+        n_episodes = len(inputs)
+        steps.check_keys(out, n_episodes)
+        device = out["advantages"].device
+        chunks = self.args.steps_per_generation if self.model.training else 1
+        local_rows = sum(len(x["steps"]) for x in inputs)
+        counts = self.accelerator.gather(torch.tensor([local_rows], device=device)).tolist()
+        pad_id = self.processing_class.pad_token_id
+        rows = steps.collect_steps(
+            [x["steps"] for x in inputs],
+            pad_id,
+            rows=steps.padded_row_count(local_rows, counts, chunks),
+        )
+        lengths = (rows.prompt_mask.sum(1) + rows.completion_mask.sum(1)).tolist()
+        calls = steps.plan_calls(lengths, self.args.step_token_budget)
+        n_calls = int(self.accelerator.gather(torch.tensor([calls], device=device)).max())
+
+        index = rows.episode.clamp(min=0).to(device)
+        real = rows.real.to(device)
+        batch = {key: value for key, value in out.items() if key not in steps.PER_TOKEN_KEYS}
+        for key, value in steps.per_episode(out, n_episodes).items():
+            picked = value[index]
+            batch[key] = (
+                picked * real.view(-1, *[1] * (picked.dim() - 1))
+                if key == ("advantages")
+                else picked
+            )
+        for key in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
+            batch[key] = getattr(rows, key).to(device)
+        mask = rows.completion_mask.float()
+        batch["num_items_in_batch"] = self.accelerator.gather(
+            rows.completion_mask.sum().to(device)
+        ).sum()
+
+        entropies, source = rows.entropies, SOURCE_SAMPLER
+        need_entropy = want_entropy and entropies is None
+        if "old_per_token_logps" in out or need_entropy:
+            old, forward_entropies = self._step_forward(self.model, rows, n_calls, need_entropy)
+            if "old_per_token_logps" in out:
+                batch["old_per_token_logps"] = old.to(device)
+            if need_entropy:
+                entropies = forward_entropies
+                source = (
+                    SOURCE_OLD_POLICY if "old_per_token_logps" in out else (SOURCE_EXTRA_FORWARD)
+                )
+        if "sampling_per_token_logps" in out:
+            batch["sampling_per_token_logps"] = rows.logprobs.to(device)
+        if "importance_sampling_ratio" in out:
+            ratio = steps.importance_ratio(
+                batch["old_per_token_logps"].cpu(),
+                rows.logprobs,
+                mask,
+                mode=self.vllm_importance_sampling_mode,
+                clip_min=self.vllm_importance_sampling_clip_min,
+                clip_max=self.vllm_importance_sampling_clip_max,
+            )
+            batch["importance_sampling_ratio"] = ratio.to(device)
+        if "ref_per_token_logps" in out:
+            batch["ref_per_token_logps"] = self._step_reference(rows, n_calls).to(device)
+        return batch, rows, entropies, source
+
+    def _step_forward(
+        self, model: Any, rows: steps.StepRows, n_calls: int, with_entropy: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """No-grad per-token log-probs (and entropies) of ``model`` on the turn rows."""
+        device = self.accelerator.device
+
+        def forward(ids, attention, keep):
+            logps, entropies, _ = super(AEMGRPOTrainer, self)._get_per_token_logps_and_entropies(
+                model, ids.to(device), attention.to(device), keep, compute_entropy=with_entropy
+            )
+            return logps, entropies
+
+        with (
+            torch.no_grad(),
+            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+        ):
+            return steps.batched_forward(forward, rows, n_calls, with_entropy=with_entropy)
+
+    def _step_reference(self, rows: steps.StepRows, n_calls: int) -> torch.Tensor:
+        """Reference log-probs on the turn rows: the reference model, or with PEFT the base
+        model with the adapter disabled (TRL's own rule, ``use_adapter``)."""
+        if self.ref_model is not None:
+            return self._step_forward(self.ref_model, rows, n_calls, False)[0]
+        model = self.accelerator.unwrap_model(self.model)
+        with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
+            return self._step_forward(self.model, rows, n_calls, False)[0]
+
+    # ------------------------------------------------------------------ logging
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
-        """Success rate, score and turns of the batch's episodes, averaged over processes."""
-        for key, name in (("won", "success_rate"), ("score", "score"), ("num_turns", "turns")):
+        """Success rate, score, turns and valid-action share of the batch's episodes."""
+        keys = (
+            ("won", "success_rate"),
+            ("score", "score"),
+            ("num_turns", "turns"),
+            ("valid_rate", "valid_rate"),
+        )
+        for key, name in keys:
             if inputs and key in inputs[0]:
                 values = torch.tensor(
                     [float(x[key]) for x in inputs], device=self.accelerator.device
@@ -243,25 +353,21 @@ class AEMGRPOTrainer(GRPOTrainer):
                 self._metrics[mode][f"episode/{name}"].append(mean)
 
 
+def _tokenizer(model: Any) -> Any:
+    """The tokenizer of a checkpoint path or loaded model, with a pad token."""
+    from transformers import AutoTokenizer
+
+    source = model if isinstance(model, str) else model.config._name_or_path
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
 def _pad_rows(rows: list[list[float]], like: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
-    """Right-pad ragged per-token lists to ``like``'s (B, T) shape on its device."""
-    out = torch.full(like.shape, fill, dtype=torch.float32, device=like.device)
+    """Right-pad ragged per-token lists to ``like``'s (B, T) shape (on the CPU)."""
+    out = torch.full(like.shape, fill, dtype=torch.float32)
     for i, row in enumerate(rows):
         width = min(len(row), like.shape[1])
         out[i, :width] = torch.tensor(row[:width], dtype=torch.float32)
     return out
-
-
-def _stack(
-    rows: list[list], fill: float, *, left: bool = False
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pad ragged rows into a (B, T) tensor and its 0/1 mask (left padding for prompts)."""
-    width = max(len(r) for r in rows)
-    values, mask = [], []
-    for row in rows:
-        gap = [fill] * (width - len(row))
-        values.append(gap + list(row) if left else list(row) + gap)
-        ones, zeros = [1] * len(row), [0] * (width - len(row))
-        mask.append(zeros + ones if left else ones + zeros)
-    dtype = torch.float32 if isinstance(fill, float) else torch.long
-    return torch.tensor(values, dtype=dtype), torch.tensor(mask, dtype=torch.long)

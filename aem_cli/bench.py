@@ -3,6 +3,7 @@
 aem bench --suite quick --policy expert --policy smollm2
 aem bench compare runs/before runs/after
 aem bench perf --quick
+aem bench learning benchmarks/learning/configs/mechanism.yaml --out DIR
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
-    commands = parser.add_subparsers(dest="bench_command", metavar="{compare,perf}")
+    commands = parser.add_subparsers(dest="bench_command", metavar="{compare,perf,learning}")
     compare = commands.add_parser("compare", help="diff two runs per env and task type")
     compare.add_argument("a", type=Path, help="run folder or results.json (before)")
     compare.add_argument("b", type=Path, help="run folder or results.json (after)")
@@ -70,6 +71,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     perf.add_argument("--quick", action="store_true", help="short measurements (CI)")
     perf.add_argument("--out", type=Path, default=DEFAULT_OUT / "perf", help="output folder")
     perf.set_defaults(func=run_perf)
+
+    learning = commands.add_parser(
+        "learning",
+        help="train AEM and GRPO over seeds from one start; held-out curves and a report",
+    )
+    learning.add_argument("config", help="experiment YAML (e.g. benchmarks/learning/configs/...)")
+    learning.add_argument("--out", type=Path, help="output folder (default: bench-runs/<name>)")
+    learning.add_argument(
+        "--report-only",
+        action="store_true",
+        help="regenerate report.md, report.html and plots from results.json; train nothing",
+    )
+    learning.set_defaults(func=run_learning)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,4 +159,17 @@ def run_perf(args: argparse.Namespace) -> int:
     paths = write_table(args.out, quick=args.quick)
     print(paths["markdown"].read_text(encoding="utf-8"), end="")
     print(f"table: {paths['markdown']}\n       {paths['json']}")
+    return 0
+
+
+def run_learning(args: argparse.Namespace) -> int:
+    from benchmarks.learning.experiment import load_config, load_results, run_grid
+    from benchmarks.learning.report import final_table, write_report
+
+    config = load_config(args.config)
+    out = args.out or DEFAULT_OUT / config.name
+    results = load_results(out) if args.report_only else run_grid(config, out)
+    paths = write_report(out, results)
+    print(final_table(results), end="")
+    print(f"results: {out / 'results.json'}\nreport:  {paths['markdown']}")
     return 0

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from aem_envs.core.errors import AEMError
 
-SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "bench", "train", "sandbox")
+SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "bench", "train", "sft", "sandbox")
 
 
 def build_parser() -> argparse.ArgumentParser:

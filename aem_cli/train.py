@@ -7,7 +7,7 @@ Examples::
     accelerate launch -m aem_cli train --config qwen2.5-1.5b-alfworld.yaml
 
 Values given on the command line override the YAML file; ``--resume`` continues from the
-newest checkpoint in the output directory.
+newest checkpoint in the output directory, ``--overwrite`` replaces an earlier run there.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "lam": "aem_lambda",
     "seed": "seed",
     "output_dir": "output_dir",
+    "overwrite": "overwrite",
 }
 
 
@@ -49,6 +50,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", help="where checkpoints, metrics and the plot go")
     parser.add_argument(
         "--resume", action="store_true", help="continue from the newest checkpoint in --output-dir"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        default=None,
+        help="replace an earlier run's outputs in --output-dir (without it a fresh run refuses)",
     )
     parser.set_defaults(func=run)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
-from aem_agent.prompts import build_messages
+from aem_agent.prompts import build_messages, read_prompt_layout
 from aem_envs.core.errors import DataError, require
 
 if TYPE_CHECKING:
@@ -34,7 +34,9 @@ class HFPolicy(Policy):
     small models to answer with an action): its tokens end the prompt ids, and ``reply`` is the
     prefix plus the decoded completion. Training rollouts apply the same setting
     (:class:`aem_agent.rollout.MultiTurnRollout`), so a trained model is benchmarked as it
-    was trained.
+    was trained. A checkpoint written by ``aem train`` or ``aem sft`` carries the prompt
+    settings it was trained with (``aem-prompt.json``): history window, reply prefix, system
+    prompt and new tokens per turn left unset here are taken from it.
     """
 
     name = "hf"
@@ -45,15 +47,15 @@ class HFPolicy(Policy):
         *,
         device: str = "cpu",
         dtype: str | None = None,
-        max_new_tokens: int = 256,
+        max_new_tokens: int | None = None,
         temperature: float = 0.7,
         top_p: float = 1.0,
         seed: int | None = 0,
         batch_size: int | None = None,
         num_threads: int | None = None,
-        history_window: int = 5,
+        history_window: int | None = None,
         system_prompt: str | None = None,
-        reply_prefix: str = "",
+        reply_prefix: str | None = None,
     ) -> None:
         torch = require("agent", "torch", feature="local model policies")
         transformers = require("agent", "transformers", feature="local model policies")
@@ -73,6 +75,7 @@ class HFPolicy(Policy):
             dtype = "float32" if device == "cpu" else "bfloat16"
         if not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype; use float32 or bfloat16")
+        trained = read_prompt_layout(path)
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = transformers.AutoModelForCausalLM.from_pretrained(
             path, dtype=getattr(torch, dtype)
@@ -81,14 +84,14 @@ class HFPolicy(Policy):
             model,
             tokenizer,
             source=str(path),
-            max_new_tokens=max_new_tokens,
+            max_new_tokens=_first(max_new_tokens, trained.get("max_turn_tokens"), 256),
             temperature=temperature,
             top_p=top_p,
             seed=seed,
             batch_size=batch_size,
-            history_window=history_window,
-            system_prompt=system_prompt,
-            reply_prefix=reply_prefix,
+            history_window=_first(history_window, trained.get("history_window"), 5),
+            system_prompt=_first(system_prompt, trained.get("system_prompt"), None),
+            reply_prefix=_first(reply_prefix, trained.get("reply_prefix"), ""),
         )
 
     @classmethod
@@ -226,6 +229,11 @@ class HFPolicy(Policy):
             import torch
 
             torch.cuda.empty_cache()
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (an explicit setting, then the trained one)."""
+    return next((v for v in values if v is not None), None)
 
 
 @contextmanager

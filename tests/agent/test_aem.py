@@ -1,4 +1,4 @@
-"""The properties of AEM that design/AEM.md lists, checked on bare tensors."""
+"""The properties of AEM that docs/aem.md lists, checked on bare tensors."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_group_mean_of_alpha_is_one(batch, lam: float) -> None:
 def test_alpha_strictly_decreasing_in_entropy(batch, lam: float) -> None:
     adv, ent, mask, groups = batch
     adv = torch.ones_like(adv)
-    modulated, _ = aem_modulate(adv, ent, mask, groups, lam=lam)
+    modulated, _ = aem_modulate(adv, ent, mask, groups, lam=lam, min_range=0.0)
     hbar = (ent * mask).sum(1) / mask.sum(1)
     for g in groups.unique():
         rows = (groups == g).nonzero().flatten().tolist()
@@ -70,10 +70,9 @@ def test_alpha_strictly_decreasing_in_entropy(batch, lam: float) -> None:
 @given(batches())
 def test_lambda_zero_is_identity_bit_for_bit(batch) -> None:
     adv, ent, mask, groups = batch
-    for level in ("response", "turn"):
-        turns = torch.zeros_like(mask) if level == "turn" else None
-        modulated, _ = aem_modulate(adv, ent, mask, groups, lam=0.0, level=level, turn_ids=turns)
-        expected = adv if level == "response" else adv.unsqueeze(1).expand_as(ent)
+    for turns in (None, torch.zeros_like(mask)):
+        modulated, _ = aem_modulate(adv, ent, mask, groups, lam=0.0, turn_ids=turns)
+        expected = adv if turns is None else adv.unsqueeze(1).expand_as(ent)
         assert torch.equal(modulated, expected)
 
 
@@ -124,15 +123,15 @@ def test_turn_level_gives_one_alpha_per_turn() -> None:
     ent = torch.tensor([[0.0, 0.0, 9.0, 1.0], [2.0, 2.0, 2.0, 2.0]])
     mask = torch.tensor([[1, 1, 0, 1], [1, 1, 1, 1]])
     turns = torch.tensor([[0, 0, 0, 1], [0, 0, 1, 1]])
-    modulated, _ = aem_modulate(
-        adv, ent, mask, torch.zeros(2), lam=1.0, level="turn", turn_ids=turns
-    )
+    modulated, _ = aem_modulate(adv, ent, mask, torch.zeros(2), lam=1.0, turn_ids=turns)
     assert modulated.shape == ent.shape
     # Turn 0 of row 0 (H̄ 0) is the least surprising unit, both turns of row 1 (H̄ 2) the most.
     assert modulated[0, 0] == modulated[0, 1] > modulated[0, 3] > modulated[1, 0]
     assert modulated[1, 0] == modulated[1, 3]
     hbars = torch.tensor([0.0, 1.0, 2.0, 2.0])
-    alpha = group_alpha(hbars, torch.zeros(4), torch.ones(4, dtype=torch.bool), lam=1.0, eps=1e-6)
+    valid = torch.ones(4, dtype=torch.bool)
+    alpha, gated = group_alpha(hbars, torch.zeros(4), valid, lam=1.0, eps=1e-6)
+    assert not gated.any()
     assert modulated[0, 3].item() == pytest.approx(2 * alpha[1].item())
     assert alpha.mean().item() == pytest.approx(1.0)
 
@@ -146,9 +145,82 @@ def test_empty_responses_keep_alpha_one_and_stay_out_of_the_group() -> None:
     assert (modulated[:2].mean()).item() == pytest.approx(1.0)
 
 
+def test_gate_keeps_alpha_one_below_the_minimum_range() -> None:
+    adv = torch.tensor([1.0, 1.0, 1.0, 1.0])
+    # Group 0's mean entropies span 0.05 nats (under the 0.1 gate), group 1's span 0.5.
+    ent = torch.tensor([[1.0], [1.05], [1.0], [1.5]])
+    groups = torch.tensor([0, 0, 1, 1])
+    modulated, stats = aem_modulate(adv, ent, torch.ones_like(ent), groups, lam=1.0)
+    assert modulated[:2].tolist() == [1.0, 1.0]
+    assert modulated[2] > 1.0 > modulated[3]
+    assert stats["gated_share"] == pytest.approx(0.5)
+    opened, _ = aem_modulate(adv, ent, torch.ones_like(ent), groups, lam=1.0, min_range=0.01)
+    assert opened[0] > 1.0 > opened[1]
+
+
+def _two_episodes() -> dict[str, torch.Tensor]:
+    """One group of two episodes (3 and 2 turns) in both layouts, with per-token entropies."""
+    turns = [[[0.1, 0.3], [2.0], [1.0, 1.2, 1.4]], [[0.5], [3.0, 2.0]]]
+    width = max(sum(len(t) for t in e) for e in turns)
+    traj_ent = torch.zeros(2, width)
+    traj_turn = torch.full((2, width), -1)
+    for b, episode in enumerate(turns):
+        flat = [(k, h) for k, turn in enumerate(episode) for h in turn]
+        for j, (k, h) in enumerate(flat):
+            traj_ent[b, j], traj_turn[b, j] = h, k
+    rows = [turn for episode in turns for turn in episode]
+    step_width = max(len(r) for r in rows)
+    step_ent = torch.tensor([r + [0.0] * (step_width - len(r)) for r in rows])
+    step_mask = torch.tensor([[1] * len(r) + [0] * (step_width - len(r)) for r in rows])
+    return {
+        "traj_ent": traj_ent,
+        "traj_mask": (traj_turn >= 0).long(),
+        "traj_turn": traj_turn,
+        "step_ent": step_ent,
+        "step_mask": step_mask,
+        "step_episode": torch.tensor([0, 0, 0, 1, 1]),
+    }
+
+
+def test_same_alpha_for_the_same_turns_in_both_layouts() -> None:
+    x = _two_episodes()
+    adv = torch.tensor([1.0, -1.0])
+    trajectory, _ = aem_modulate(
+        adv, x["traj_ent"], x["traj_mask"], torch.zeros(2), turn_ids=x["traj_turn"]
+    )
+    step_adv = adv[x["step_episode"]]
+    step, _ = aem_modulate(step_adv, x["step_ent"], x["step_mask"], torch.zeros(5))
+    per_turn = [
+        trajectory[b, (x["traj_turn"][b] == k).nonzero()[0, 0]].item()
+        for b, n in ((0, 3), (1, 2))
+        for k in range(n)
+    ]
+    assert per_turn == pytest.approx(step.tolist())
+    assert len(set(round(v, 6) for v in per_turn[:3])) == 3  # turns of one episode differ
+
+
+def test_trajectory_unit_gives_one_alpha_per_episode_in_both_layouts() -> None:
+    x = _two_episodes()
+    adv = torch.tensor([1.0, 1.0])
+    trajectory, _ = aem_modulate(
+        adv, x["traj_ent"], x["traj_mask"], torch.zeros(2), unit="trajectory", min_range=0.0
+    )
+    step, _ = aem_modulate(
+        adv[x["step_episode"]],
+        x["step_ent"],
+        x["step_mask"],
+        torch.zeros(5),
+        unit="trajectory",
+        episode_ids=x["step_episode"],
+        min_range=0.0,
+    )
+    assert step.tolist() == pytest.approx(trajectory[x["step_episode"]].tolist())
+    assert trajectory[0] > 1.0 > trajectory[1]  # episode 0's mean entropy is the lower one
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"lam": -1.0}, "lambda"), ({"level": "episode"}, "level"), ({"level": "turn"}, "turn_ids")],
+    [({"lam": -1.0}, "lambda"), ({"unit": "episode"}, "unit"), ({"min_range": -1.0}, "min_range")],
 )
 def test_bad_settings_raise_one_clear_error(kwargs: dict, message: str) -> None:
     ent = torch.zeros(2, 3)

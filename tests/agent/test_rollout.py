@@ -53,7 +53,9 @@ def tokenizer(tiny_model_dir: Path):
 
 def check_rollout(env_id: str, tokenizer, replies: Sequence[str], group: int = 2) -> list:
     """Play one group on ``env_id`` and check the trajectory layout's invariants."""
-    rollout = MultiTurnRollout(tokenizer, max_turns=3, max_turn_tokens=64, workers=2)
+    rollout = MultiTurnRollout(
+        tokenizer, layout="trajectory", max_turns=3, max_turn_tokens=64, workers=2
+    )
     generator = ScriptedGenerator(tokenizer, replies)
     try:
         episodes = rollout.play([EpisodeSpec(env_id, seed=7)] * group, generator)
@@ -107,12 +109,16 @@ def test_trajectory_layout_keeps_generated_ids_and_masks_observations(
     masked = [t for t, m in zip(first.completion_ids, first.env_mask, strict=True) if m == 0]
     text = tokenizer.decode(masked)
     assert "<|im_start|>user" in text and "<|im_start|>assistant" in text
-    assert "Current observation" in text  # the env's reply sits in the masked segment
+    assert "Observation:" in text  # the env's reply sits in the masked segment
+    # Compact segments: the task and the reply format are in the first prompt only.
+    assert "Your task is to" not in text and "Example reply" not in text
     assert first.entropies[first.env_mask.index(0)] == 0.0
 
 
 def test_episode_reward_follows_the_env_scheme(tokenizer, doors_env_id: str) -> None:
-    rollout = MultiTurnRollout(tokenizer, max_turns=3, max_turn_tokens=64, workers=1)
+    rollout = MultiTurnRollout(
+        tokenizer, layout="trajectory", max_turns=3, max_turn_tokens=64, workers=1
+    )
     replies = ["<action>open red</action>", "<action>open green</action>", "nonsense"]
     specs = [EpisodeSpec(doors_env_id, seed=s) for s in range(6)]
     episodes = rollout.play(specs, lambda contexts: _script(tokenizer, contexts, replies))
@@ -142,7 +148,14 @@ def test_step_layout_gives_one_sample_per_step_with_history(tokenizer, doors_env
     generator = ScriptedGenerator(tokenizer, ["<action>open purple</action>"])
     episodes = rollout.play([EpisodeSpec(doors_env_id, seed=1)] * 2, generator)
     rollout.close()
-    steps = trajectory_batch(episodes, with_steps=True)["steps"]
+    eos = tokenizer.eos_token_id
+    batch = trajectory_batch(episodes, stand_in_eos=eos)
+    # TRL sees one-token stand-in rows (its forwards over them cost nothing).
+    assert batch["completion_ids"] == [[eos], [eos]]
+    assert all(len(p) == 1 for p in batch["prompt_ids"])
+    assert batch["valid_rate"] == [0.0, 0.0]
+    steps = batch["steps"]
+    assert all("entropies" in row for rows in steps for row in rows)
     assert [len(rows) for rows in steps] == [3, 3]
     assert all(row["completion_ids"] == generator.outputs[0] for rows in steps for row in rows)
     assert [row["prompt_ids"] for row in steps[0]] == generator.contexts[0::2]
@@ -165,7 +178,9 @@ def test_task_dataset_round_trips_specs(doors_env_id: str) -> None:
 
 
 def test_budget_stops_an_episode_before_it_overflows(tokenizer, doors_env_id: str) -> None:
-    rollout = MultiTurnRollout(tokenizer, max_turns=3, max_turn_tokens=32, max_total_tokens=40)
+    rollout = MultiTurnRollout(
+        tokenizer, layout="trajectory", max_turns=3, max_turn_tokens=32, max_total_tokens=40
+    )
     generator = ScriptedGenerator(tokenizer, ["<action>open purple</action>"])
     (episode,) = rollout.play([EpisodeSpec(doors_env_id, seed=0)], generator)
     rollout.close()
@@ -177,7 +192,9 @@ def test_lockstep_keeps_every_process_generating_the_same_batch(
     tokenizer, doors_env_id: str
 ) -> None:
     """Distributed runs: same number of generate calls and (vLLM) same batch on every process."""
-    rollout = MultiTurnRollout(tokenizer, max_turns=3, max_turn_tokens=64, workers=1)
+    rollout = MultiTurnRollout(
+        tokenizer, layout="trajectory", max_turns=3, max_turn_tokens=64, workers=1
+    )
     replies = ["<action>open red</action>", "<action>open green</action>", "<action>x</action>"]
     batches: list[list[list[int]]] = []
 

@@ -9,6 +9,8 @@ import pytest
 import yaml
 
 from aem_agent.config import ConfigError
+from aem_agent.policies import load_policy
+from aem_agent.prompts import read_prompt_layout
 from aem_agent.train import build_config, load_settings
 from aem_cli.main import main
 
@@ -47,7 +49,9 @@ def test_cli_trains_writes_outputs_and_resumes(tiny_model_dir, tmp_path, doors_e
     common = ["train", "--config", str(config), "--output-dir", str(out), "--seed", "5"]
     assert main([*common, "--steps", "2", "--lam", "1.5"]) == 0
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()
-    assert (out / "final" / "config.json").is_file()
+    assert (out / "final" / "config.json").is_file()  # a plain checkpoint: the LoRA merged in
+    assert (out / "final" / "adapter" / "adapter_config.json").is_file()  # CPU default: LoRA
+    assert read_prompt_layout(out / "final")["history_window"] == 2
     assert (out / "training.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
     rows = read_metrics(out / "metrics.csv")
@@ -59,6 +63,26 @@ def test_cli_trains_writes_outputs_and_resumes(tiny_model_dir, tmp_path, doors_e
     rows = read_metrics(out / "metrics.csv")
     assert [int(r["step"]) for r in rows] == [1, 2, 3]
     assert (out / "checkpoint-3").is_dir()
+    policy = load_policy(f"hf:{out / 'final'}", temperature=0.0)
+    assert policy.history_window == 2 and policy.max_new_tokens == 8  # as trained
+
+
+def test_fresh_run_refuses_an_earlier_run_unless_overwrite(
+    tiny_model_dir, tmp_path, capsys, doors_env_id
+) -> None:
+    config = write_settings(tmp_path, doors_env_id, tiny_model_dir)
+    out = tmp_path / "run"
+    (out / "tensorboard").mkdir(parents=True)
+    (out / "metrics.csv").write_text("step,loss\n1,0.5\n")
+    (out / "notes.txt").write_text("mine")
+    common = ["train", "--config", str(config), "--output-dir", str(out), "--steps", "1"]
+    assert main(common) == 2
+    err = capsys.readouterr().err
+    assert "earlier run" in err and "--overwrite" in err and "--resume" in err
+    assert (out / "metrics.csv").read_text() == "step,loss\n1,0.5\n"  # nothing lost
+    assert main([*common, "--overwrite"]) == 0
+    assert [int(r["step"]) for r in read_metrics(out / "metrics.csv")] == [1]
+    assert (out / "notes.txt").read_text() == "mine"  # not a run output: kept
 
 
 def test_resume_without_checkpoint_is_one_clear_error(tmp_path, capsys, doors_env_id) -> None:
@@ -105,11 +129,11 @@ def test_rollout_gets_every_rollout_setting(tiny_model_dir, tmp_path, monkeypatc
     class Stop(Exception):
         pass
 
-    def recording_rollout(tokenizer, **kwargs):
+    def recording_init(self, tokenizer, **kwargs):
         seen.update(kwargs)
         raise Stop
 
-    monkeypatch.setattr(rollout_module, "MultiTurnRollout", recording_rollout)
+    monkeypatch.setattr(rollout_module.MultiTurnRollout, "__init__", recording_init)
     settings = load_settings(str(write_settings(tmp_path, "aemtest/Doors-v0", tiny_model_dir)))
     settings.update(reply_prefix="<action>", output_dir=str(tmp_path / "out"), history_window=3)
     with pytest.raises(Stop):

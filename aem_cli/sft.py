@@ -1,0 +1,142 @@
+"""``aem sft``: warm-start a model by imitating the envs' experts (supervised, TRL SFTTrainer).
+
+Examples::
+
+    aem sft aem/ALFWorld-v0 --episodes 200 --reply-prefix "<action>" --output-dir runs/sft
+    aem sft aem/WebShop-v0 --model runs/sft --full --epochs 1 --output-dir runs/sft-ws
+    aem sft aem/ALFWorld-v0 --output-dir runs/sft --resume   # continue a killed run
+
+The expert is played through the same rollout code as ``aem train``, so every sample is the
+exact context the model will be given there (history window, reply prefix, layout). The
+output directory holds the merged model (``aem train --model DIR``,
+``aem bench --policy hf:DIR``), the LoRA adapter in ``adapter/`` and ``aem-prompt.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from aem_agent.sft import SFT_LAYOUTS, TRAIN_SPLIT, SFTSettings
+
+    defaults = SFTSettings(env_ids=(), output_dir="")
+    parser = subparsers.add_parser(
+        "sft",
+        help="supervised warm start on expert trajectories (TRL SFTTrainer, LoRA by default)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env id(s) to imitate")
+    parser.add_argument("--output-dir", required=True, help="where the model and adapter go")
+    parser.add_argument(
+        "--model", default=defaults.model, help="'smollm2' (bundled, default) or a checkpoint dir"
+    )
+    parser.add_argument(
+        "--episodes", type=int, default=defaults.episodes, help="expert episodes to play"
+    )
+    parser.add_argument("--epochs", type=float, default=defaults.epochs, help="passes over them")
+    parser.add_argument("--lr", type=float, default=defaults.learning_rate, help="learning rate")
+    parser.add_argument(
+        "--layout",
+        choices=SFT_LAYOUTS,
+        default=defaults.layout,
+        help="step: one sample per turn (default); trajectory: one per episode",
+    )
+    parser.add_argument(
+        "--history-window",
+        type=int,
+        default=defaults.history_window,
+        help="recent steps shown in each prompt (as in aem train)",
+    )
+    parser.add_argument(
+        "--reply-prefix",
+        default=defaults.reply_prefix,
+        help='text pre-filled at the start of every reply, e.g. "<action>"',
+    )
+    parser.add_argument(
+        "--max-turns", type=int, default=defaults.max_turns, help="episode step limit"
+    )
+    parser.add_argument(
+        "--max-turn-tokens",
+        type=int,
+        default=defaults.max_turn_tokens,
+        help="new tokens per turn the model will be given (recorded in aem-prompt.json)",
+    )
+    parser.add_argument(
+        "--split",
+        default=TRAIN_SPLIT,
+        help=f"task split of the expert episodes; only {TRAIN_SPLIT!r} is accepted",
+    )
+    parser.add_argument("--seed", type=int, default=defaults.seed, help="first episode seed")
+    parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
+    parser.add_argument("--lora-r", type=int, default=defaults.lora_r, help="LoRA rank")
+    parser.add_argument("--lora-alpha", type=int, default=defaults.lora_alpha, help="LoRA alpha")
+    parser.add_argument(
+        "--batch-size", type=int, default=defaults.batch_size, help="samples per device step"
+    )
+    parser.add_argument(
+        "--grad-accum",
+        type=int,
+        default=defaults.gradient_accumulation_steps,
+        help="batches per optimizer step",
+    )
+    parser.add_argument(
+        "--save-steps", type=int, default=defaults.save_steps, help="checkpoint every N steps"
+    )
+    parser.add_argument(
+        "--torch-threads", type=int, help="CPU threads for torch (1 is fastest on shared cores)"
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace an earlier run in --output-dir"
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue from the newest checkpoint in --output-dir"
+    )
+    parser.set_defaults(func=run)
+
+
+def settings_from_args(args: argparse.Namespace) -> object:
+    from aem_agent.sft import SFTSettings
+
+    return SFTSettings(
+        env_ids=list(args.env_ids),
+        output_dir=args.output_dir,
+        model=args.model,
+        episodes=args.episodes,
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        layout=args.layout,
+        history_window=args.history_window,
+        reply_prefix=args.reply_prefix,
+        max_turns=args.max_turns,
+        max_turn_tokens=args.max_turn_tokens,
+        split=args.split,
+        seed=args.seed,
+        full=args.full,
+        lora_r=args.lora_r,
+        lora_alpha=args.lora_alpha,
+        batch_size=args.batch_size,
+        gradient_accumulation_steps=args.grad_accum,
+        save_steps=args.save_steps,
+        torch_threads=args.torch_threads,
+        overwrite=args.overwrite,
+        resume=args.resume,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from aem_agent.sft import check_settings, run_sft
+
+    settings = settings_from_args(args)
+    check_settings(settings)  # one line for a bad split or output dir, before loading anything
+    result = run_sft(settings)
+    print(
+        f"imitated {result.won}/{result.episodes} won expert episodes: {result.samples} samples, "
+        f"{result.reply_tokens} reply tokens; trained to step {result.global_step}"
+        + (f" (loss {result.train_loss:.4f})" if result.train_loss is not None else "")
+    )
+    print(f"model:   {result.output_dir}  (aem bench --policy hf:{result.output_dir})")
+    if result.adapter_dir is not None:
+        print(f"adapter: {result.adapter_dir}")
+    return 0

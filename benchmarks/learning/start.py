@@ -1,0 +1,239 @@
+"""The start checkpoint every run of a learning experiment begins from.
+
+Why a warm-up: a randomly initialised model almost never writes ``item</action>`` followed by
+its end-of-turn token, so every episode is invalid, every GRPO group has one reward and there
+is nothing to learn from. A few hundred supervised steps on replies of a *uniformly random*
+admissible action teach the format and nothing about which action is right: the model starts
+"valid but random", the state the RL comparison is about. The warm-up data are played through
+the same rollout (and so the same prompts, history window and reply prefix) the runs train
+with, built by :func:`aem_agent.train.build_trainer`.
+
+The checkpoint is built in a scratch folder and renamed into place with ``start.json``
+inside, so a half-built start is never used; a rebuilt one is bit-identical (seeded).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.learning.experiment import (
+    ACTION_TAGS,
+    START_MARKER,
+    LearningConfig,
+    ensure_env,
+    evaluate,
+    heldout_specs,
+    run_settings,
+)
+
+#: Where the prompt lists the admissible actions (``aem_agent.prompts.user_prompt``).
+ADMISSIBLE_HEADER = "Admissible actions now:\n"
+
+
+def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:
+    """Texts the tiny tokenizer is trained on: prompts of random episodes on the train split
+    and replies in the reply format, so prompt words and action words become single tokens."""
+    import gymnasium as gym
+
+    from aem_agent.policies.base import PolicyInput
+    from aem_agent.prompts import build_messages
+    from aem_envs.registration import resolve_env_id
+
+    ensure_env(config.env_id)
+    window = int(config.train.get("history_window", 5))
+    env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
+    rng = random.Random(seed)
+    texts: list[str] = []
+    try:
+        for episode in range(episodes):
+            obs, info = env.reset(seed=seed + episode, options={"split": config.train_split})
+            history: list[tuple[str, str]] = []
+            for _ in range(int(config.train.get("max_turns", 50))):
+                actions = info["admissible_actions"] or []
+                inp = PolicyInput(config.env_id, info["instruction"], obs, history, actions)
+                messages = build_messages(inp, history_window=window)
+                texts.append("\n".join(m["content"] for m in messages))
+                if not actions:
+                    break
+                action = rng.choice(actions)
+                texts.append(f"{ACTION_TAGS[0]} {action}{ACTION_TAGS[1]}")
+                next_obs, _, terminated, truncated, info = env.step(action)
+                history = [*history, (obs, action)]
+                obs = next_obs
+                if terminated or truncated:
+                    break
+    finally:
+        env.close()
+    return texts
+
+
+def random_admissible_generator(tokenizer: Any, seed: int) -> Callable[[list[list[int]]], list]:
+    """A rollout ``Generate`` that answers every context with a uniformly random admissible
+    action, read back from the context's own text, as ``" <action></action>"`` reply ids."""
+    from aem_agent.rollout import Generated
+
+    rng = random.Random(seed)
+    eos = int(tokenizer.eos_token_id)
+
+    def generate(contexts: list[list[int]]) -> list[Generated]:
+        replies = []
+        for context in contexts:
+            text = tokenizer.decode(context)
+            block = text.rsplit(ADMISSIBLE_HEADER, 1)[-1].split("\n\n", 1)[0]
+            actions = [line[2:] for line in block.splitlines() if line.startswith("- ")]
+            action = rng.choice(actions) if actions else "look"
+            ids = tokenizer(f" {action}{ACTION_TAGS[1]}", add_special_tokens=False)["input_ids"]
+            ids = [*ids, eos]
+            replies.append(Generated(ids, [0.0] * len(ids), [0.0] * len(ids)))
+        return replies
+
+    return generate
+
+
+def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str, Any]:
+    """Supervised steps on random-admissible replies; saves the model back to ``model_dir``.
+
+    Returns the warm-up's numbers (loss, and the sampled policy's valid and success rates on
+    training tasks) for start.json.
+    """
+    import torch
+
+    from aem_agent.rollout import EpisodeSpec, model_generator
+    from aem_agent.train import build_config, build_trainer
+
+    warm = config.warmup
+    seed = int(warm.get("seed", 0))
+    settings = run_settings(config, "grpo", seed, scratch, save_strategy="no")
+    train_config, _ = build_config(settings)
+    trainer = build_trainer(train_config, model_dir)
+    tokenizer, rollout, model = trainer.processing_class, trainer.rollout_func, trainer.model
+    try:
+        specs = [
+            EpisodeSpec(config.env_id, 1_000_000 + seed * 10_000 + i, config.train_split)
+            for i in range(int(warm.get("episodes", 256)))
+        ]
+        episodes = rollout.play(specs, random_admissible_generator(tokenizer, seed))
+        samples = [(t.prompt_ids, t.reply.ids) for e in episodes for t in e.turns]
+        torch.manual_seed(seed)
+        optimizer = torch.optim.AdamW(
+            model.parameters(), lr=float(warm.get("learning_rate", 3e-3)), weight_decay=0.0
+        )
+        rng = random.Random(seed)
+        batch_size = int(warm.get("batch_size", 32))
+        pad = int(tokenizer.pad_token_id)
+        model.train()
+        losses = []
+        for _ in range(int(warm.get("steps", 200))):
+            batch = rng.sample(samples, min(batch_size, len(samples)))
+            width = max(len(c) + len(r) for c, r in batch)
+            ids = torch.full((len(batch), width), pad)
+            labels = torch.full((len(batch), width), -100)
+            attention = torch.zeros((len(batch), width), dtype=torch.long)
+            for row, (context, reply) in enumerate(batch):
+                seq = [*context, *reply]
+                ids[row, : len(seq)] = torch.tensor(seq)
+                labels[row, len(context) : len(seq)] = torch.tensor(reply)
+                attention[row, : len(seq)] = 1
+            loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss))
+        model.eval()
+        probe = [EpisodeSpec(config.env_id, 2_000_000 + i, config.train_split) for i in range(64)]
+        generation = trainer.generation_config
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            played = rollout.play(
+                probe,
+                model_generator(
+                    model, tokenizer, generation, max_new_tokens=train_config.max_turn_tokens
+                ),
+            )
+        turns = [t for e in played for t in e.turns]
+        stats = {
+            "warmup_samples": len(samples),
+            "warmup_loss_first": losses[0] if losses else None,
+            "warmup_loss_last": sum(losses[-10:]) / max(len(losses[-10:]), 1) if losses else None,
+            "sampled_valid_rate": sum(t.action_valid for t in turns) / max(len(turns), 1),
+            "sampled_train_success": sum(e.won for e in played) / len(played),
+        }
+        model.save_pretrained(model_dir)
+        tokenizer.save_pretrained(model_dir)
+    finally:
+        rollout.close()
+    return stats
+
+
+def build_start(
+    config: LearningConfig, start_dir: Path, *, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Build (once) the start checkpoint in ``start_dir``; return its ``start.json``."""
+    marker = start_dir / START_MARKER
+    if marker.is_file():
+        return json.loads(marker.read_text(encoding="utf-8"))
+    from aem_agent.tiny import build_tiny_model
+    from aem_agent.train import resolve_model
+    from aem_envs.core.io import atomic_write_json
+
+    started = time.perf_counter()
+    scratch = start_dir.with_name(f".{start_dir.name}.building")
+    shutil.rmtree(scratch, ignore_errors=True)
+    model_dir = scratch / "model"
+    kind, spec = next(iter(config.model.items()))
+    if kind == "tiny":
+        spec = dict(spec or {})
+        build_tiny_model(
+            model_dir,
+            corpus=task_corpus(config),
+            corpus_repeats=int(spec.pop("corpus_repeats", 1)),
+            added_tokens=ACTION_TAGS,
+            **spec,
+        )
+    else:
+        shutil.copytree(resolve_model(str(spec)), model_dir)
+    log(f"[start] model in {model_dir}")
+    info: dict[str, Any] = {"model": config.model}
+    if int(config.warmup.get("steps", 0)) > 0:
+        info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
+        log(f"[start] warm-up: {info['warmup']}")
+    info["heldout_success"], info["parameters"] = _start_heldout(
+        config, model_dir, scratch / "probe"
+    )
+    info["seconds"] = round(time.perf_counter() - started, 1)
+    shutil.rmtree(scratch / "warmup", ignore_errors=True)
+    shutil.rmtree(scratch / "probe", ignore_errors=True)
+    for item in model_dir.iterdir():  # flatten: start/ is the checkpoint itself
+        item.rename(scratch / item.name)
+    model_dir.rmdir()
+    atomic_write_json(scratch / START_MARKER, info)
+    if start_dir.exists():  # a start without its marker is a leftover: replace it
+        shutil.rmtree(start_dir)
+    scratch.rename(start_dir)
+    log(f"[start] ready: held-out success {info['heldout_success']:.3f}")
+    return info
+
+
+def _start_heldout(config: LearningConfig, model_dir: Path, scratch: Path) -> tuple[float, int]:
+    """Held-out success of the start checkpoint, scored exactly as the runs score it, and
+    the model's parameter count."""
+    from aem_agent.train import build_config, build_trainer
+
+    train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
+    trainer = build_trainer(train_config, model_dir)
+    try:
+        stats = evaluate(
+            trainer,
+            heldout_specs(config),
+            temperature=config.eval_temperature,
+            seed=config.eval_seed,
+        )
+    finally:
+        trainer.rollout_func.close()
+    return stats["heldout/success_rate"], sum(p.numel() for p in trainer.model.parameters())

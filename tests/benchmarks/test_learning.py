@@ -1,0 +1,247 @@
+"""The learning-experiment harness: the Pick env, learning for real, resume, the report.
+
+The learning test trains a tiny model on a task whose reward is learnable (one door always
+wins) and requires its held-out success to rise well above the start checkpoint's: if the
+policy gradient, the completion mask or the advantages' sign were wired wrong, it would not.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import ClassVar
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from aem_envs.core.base import Outcome, Task, TextEnv
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+pytest.importorskip("trl")
+
+from aem_cli.main import main
+from benchmarks.learning import experiment as ex
+from benchmarks.learning.env import ENV_ID, register
+from benchmarks.learning.report import final_table
+
+LUCKY_ID = "aemtest/LuckyDoor-v0"
+
+
+class LuckyDoorEnv(TextEnv):
+    """Three doors listed in a task's order; the green one always wins, in one move.
+
+    A random policy wins a third of the time and the right action never depends on the
+    task, so a few policy-gradient steps are enough to learn it.
+    """
+
+    splits: ClassVar[tuple[str, ...]] = ("train", "test")
+    default_max_steps: ClassVar[int] = 1
+    DOORS = ("red", "green", "blue")
+    ORDERS: ClassVar[list[str]] = [",".join(p) for p in itertools.permutations(DOORS)]
+
+    def task_ids(self, split: str) -> Sequence[str]:
+        return self.ORDERS[:4] if split == "train" else self.ORDERS[4:]
+
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
+        self._doors = task_id.split(",")
+        return Task(task_id, "lucky", "open the lucky door"), f"You see: {', '.join(self._doors)}."
+
+    def _act(self, action: str) -> Outcome:
+        door = action.strip()
+        if door == "green":
+            return Outcome("You win!", done=True, won=True, score=1.0)
+        if door in self._doors:
+            return Outcome(f"The {door} door is locked.")
+        return Outcome(f"There is no {door[:20]!r} door.", valid=False)
+
+    def _admissible(self) -> list[str]:
+        return list(self._doors)
+
+
+@pytest.fixture(scope="module")
+def lucky_env_id() -> str:
+    if LUCKY_ID not in gym.registry:
+        gym.register(id=LUCKY_ID, entry_point=LuckyDoorEnv)
+    return LUCKY_ID
+
+
+def experiment(env_id: str, **overrides) -> ex.LearningConfig:
+    """A small experiment on ``env_id``: a 32-wide tiny model, step layout, 1-token actions."""
+    data = {
+        "name": "t",
+        "algorithms": ["grpo"],
+        "seeds": [0],
+        "env": {"id": env_id, "train_split": "train", "eval_split": "test"},
+        "eval": {"every": 2, "episodes": 2, "temperature": 1.0, "seed": 0},
+        "model": {"tiny": {"hidden_size": 32, "num_layers": 2, "vocab_size": 400}},
+        "warmup": {"steps": 0},
+        "train": {
+            "torch_threads": 1,
+            "rollout_layout": "step",
+            "max_turns": 1,
+            "max_turn_tokens": 2,
+            "history_window": 0,
+            "reply_prefix": "<action>",
+            "num_tasks": 64,
+            "max_steps": 4,
+            "per_device_train_batch_size": 8,
+            "num_generations": 4,
+            "max_completion_length": 16,
+            "learning_rate": 0.01,
+            "lr_scheduler_type": "constant",
+            "env_workers": 1,
+        },
+    }
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return ex.parse_config(data)
+
+
+# ---------------------------------------------------------------------------- the env
+def test_pick_env_passes_check_env_and_splits_are_disjoint() -> None:
+    register()
+    env = gym.make(ENV_ID).unwrapped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=False)
+    train, test = set(env.task_ids("train")), set(env.task_ids("test"))
+    assert train and test and not train & test
+
+
+def test_pick_env_wins_misses_and_rejects() -> None:
+    register()
+    env = gym.make(ENV_ID).unwrapped
+    _, info = env.reset(seed=3, options={"split": "test"})
+    target = env.expert_action()
+    wrong = next(a for a in info["admissible_actions"] if a != target)
+    _, reward, terminated, truncated, info = env.step(wrong)
+    assert (reward, terminated, truncated, info["action_valid"]) == (0.0, False, False, True)
+    assert wrong not in info["admissible_actions"]
+    _, reward, terminated, _, info = env.step(target)
+    assert terminated and info["won"] and reward == 10.0
+    env.reset(seed=3)
+    _, reward, *_ = env.step("piano")
+    assert reward == pytest.approx(-0.1)
+
+
+# ---------------------------------------------------------------------------- learning
+@pytest.mark.slow
+def test_training_raises_heldout_success_above_the_start(tmp_path, lucky_env_id) -> None:
+    """Warm up to valid-but-random, train GRPO a few steps, score held-out by sampling."""
+    config = experiment(
+        lucky_env_id,
+        algorithms=["aem"],
+        warmup={"steps": 60, "batch_size": 16, "learning_rate": 0.01, "episodes": 32},
+        eval={"every": 6, "episodes": 2},
+        train={"max_steps": 6, "per_device_train_batch_size": 16, "num_generations": 8},
+    )
+    results = ex.run_grid(config, tmp_path / "out", log=lambda _: None)
+    [run] = results["runs"]
+    heldout = dict(run["curves"]["heldout/success_rate"])
+    start, final = heldout[0], heldout[6]
+    assert results["start"]["warmup"]["sampled_valid_rate"] > 0.8
+    assert final >= max(0.8, start + 0.3), heldout
+
+
+# ---------------------------------------------------------------------------- the harness
+def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
+    tmp_path, lucky_env_id
+) -> None:
+    config = experiment(lucky_env_id)
+    out = tmp_path / "out"
+    run_dir = out / ex.RUNS_DIR / "grpo-seed0"
+
+    from transformers import TrainerCallback
+
+    class Kill(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 3:
+                raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
+    assert not (run_dir / ex.DONE_MARKER).exists()
+    assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-2"]
+
+    results = ex.run_grid(config, out, log=lambda _: None)
+    done = json.loads((run_dir / ex.DONE_MARKER).read_text())
+    assert done["resumed_from"] == "checkpoint-2" and done["global_step"] == 4
+    with (run_dir / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    train_steps = [int(r["step"]) for r in rows if r.get("reward")]
+    eval_steps = [int(r["step"]) for r in rows if r.get("heldout/success_rate")]
+    assert train_steps == [1, 2, 3, 4] and eval_steps == [0, 2, 4]
+    assert results["runs"][0]["status"] == "done"
+    assert not list(run_dir.glob("checkpoint-*"))
+
+    marker = (run_dir / ex.DONE_MARKER).read_text()
+    logged: list[str] = []
+    ex.run_grid(config, out, log=logged.append)
+    assert any("done already, skipped" in line for line in logged)
+    assert (run_dir / ex.DONE_MARKER).read_text() == marker
+
+
+def fake_run(out: Path, name: str, heldout: list[tuple[int, float]], *, done: bool) -> None:
+    run_dir = out / ex.RUNS_DIR / name
+    run_dir.mkdir(parents=True)
+    lines = ["step,heldout/success_rate,reward,aem/entropy_mean,aem/alpha_min,aem/alpha_max"]
+    lines += [f"{s},{v},,,," for s, v in heldout]
+    lines += [f"{s},,{s},{1 - s / 10},0.5,1.5" for s in range(1, 11)]
+    (run_dir / "metrics.csv").write_text("\n".join(lines) + "\n")
+    if done:
+        (run_dir / ex.DONE_MARKER).write_text(json.dumps({"global_step": 10}))
+
+
+def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path, capsys) -> None:
+    config = experiment("aemtest/Unused-v0", algorithms=["grpo", "aem"], seeds=[0, 1])
+    yaml_file = tmp_path / "exp.yaml"
+    yaml_file.write_text(json.dumps(json.loads(json.dumps(config.to_dict())) | {}))
+    out = tmp_path / "out"
+    fake_run(out, "grpo-seed0", [(0, 0.2), (10, 0.4)], done=True)
+    fake_run(out, "grpo-seed1", [(0, 0.2), (10, 0.6)], done=True)
+    fake_run(out, "aem-seed0", [(0, 0.2), (10, 0.8)], done=True)
+    fake_run(out, "aem-seed1", [(0, 0.2)], done=False)
+    results = ex.write_results(out, config)
+    by_algo = {row["algo"]: row for row in results["summary"]}
+    assert by_algo["grpo"]["final_heldout_success_mean"] == pytest.approx(0.5)
+    assert by_algo["grpo"]["final_heldout_success_std"] == pytest.approx(0.1414, abs=1e-3)
+    assert by_algo["aem"]["per_seed"] == {"0": 0.8}
+    assert [r["status"] for r in results["runs"]] == ["done", "done", "done", "partial"]
+    table = final_table(results)
+    assert "| GRPO | 50.0 ± 14.1 | 0: 40.0, 1: 60.0 | 2/2 |" in table
+    assert "| AEM | 80.0 ± 0.0 | 0: 80.0 | 1/2 |" in table
+
+    # The report comes from results.json alone: delete the runs, regenerate it.
+    import shutil
+
+    shutil.rmtree(out / ex.RUNS_DIR)
+    (out / "report.md").unlink(missing_ok=True)
+    yaml_file.write_text(
+        "name: t\nalgorithms: [grpo, aem]\nseeds: [0, 1]\nenv: {id: aemtest/Unused-v0}\n"
+    )
+    code = main(["bench", "learning", str(yaml_file), "--out", str(out), "--report-only"])
+    assert code == 0
+    assert "| GRPO | 50.0 ± 14.1 |" in capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    assert "| GRPO | 50.0 ± 14.1 |" in report and "plots/curves.png" in report
+    assert (out / "plots" / "curves.png").stat().st_size > 1000
+    assert (out / "table.md").read_text() == table
+
+
+def test_bad_configs_name_the_problem() -> None:
+    with pytest.raises(ex.ExperimentError, match="set by the harness"):
+        experiment("x/Y-v0", train={"seed": 3})
+    with pytest.raises(ex.ExperimentError, match="held-out"):
+        experiment("x/Y-v0", env={"id": "x/Y-v0", "train_split": "a", "eval_split": "a"})
+    with pytest.raises(ex.ExperimentError, match="algorithms"):
+        experiment("x/Y-v0", algorithms=["ppo"])

@@ -117,6 +117,9 @@ def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> An
         bf16=False,
         top_k=0,
         seed=0,
+        use_peft=True,  # what aem train does on CPU
+        gradient_checkpointing=False,
+        reply_prefix="<action>",
     )
     return build_trainer(config, model_dir)
 
@@ -127,13 +130,11 @@ def _time_steps(
     """Alternate GRPO and AEM steps on the same seeded batch; return their wall times."""
     import torch
 
-    from aem_agent import trainer as trainer_module
-
     prompts = trainer.train_dataset["prompt"][:2]
     inputs = [{"prompt": p} for p in prompts for _ in range(trainer.num_generations)]
     times: dict[str, list[float]] = {"grpo": [], "aem": []}
     phases: dict[str, list[float]] = {"grpo": [], "aem": []}
-    original = trainer_module.aem_modulate
+    original = trainer._modulate
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         tic = time.process_time()
@@ -141,7 +142,7 @@ def _time_steps(
         phases["aem" if trainer.args.aem_enabled else "grpo"].append(time.process_time() - tic)
         return result
 
-    trainer_module.aem_modulate = timed
+    trainer._modulate = timed
     trainer.model.train()
     # Set by Trainer's training loop, which this measurement bypasses to keep weights fixed.
     trainer.current_gradient_accumulation_steps = trainer.args.gradient_accumulation_steps
@@ -162,7 +163,7 @@ def _time_steps(
             if not torch.equal(sampled["grpo"], sampled["aem"]):
                 raise RuntimeError("GRPO and AEM sampled different batches; the timing is unfair")
     finally:
-        trainer_module.aem_modulate = original
+        del trainer._modulate  # back to the class's method
     return times, phases
 
 

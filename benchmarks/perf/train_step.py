@@ -1,0 +1,170 @@
+"""One CPU training step of SmolLM2 on ALFWorld: today's settings against the earlier ones.
+
+The batch is 8 episodes (2 groups of 4) × up to 5 turns × 32 new tokens in the step layout,
+``reply_prefix="<action>"``, one torch thread. Both configurations run the same code, each in
+a fresh child process (so peak RSS is its own), one after the other in this script:
+
+* ``ours``: what ``aem train`` does on CPU now — LoRA (``use_peft``), no gradient
+  checkpointing, a history window of 2, turn rows micro-batched by a token budget;
+* ``baseline``: the earlier CPU defaults on the same code — every weight trained, TRL's
+  default gradient checkpointing, a history window of 5.
+
+What this does *not* capture: the earlier code also ran TRL's forwards over episode rows
+(first prompt + every reply glued together) and repeated the whole user prompt in every
+trajectory-layout observation segment; those paths are gone, so they cannot be timed beside
+the new ones. The ratio is therefore a lower bound on the speed-up against the earlier code.
+
+Run ``python -m benchmarks.perf.train_step [--quick]``; ``aem bench perf`` gathers the rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.perf import perf_main, perf_row
+
+BENCHMARK = "train step"
+ENV_ID = "aem/ALFWorld-v0"
+#: The two configurations, as ``aem train`` settings on top of :data:`COMMON`.
+CONFIGS: dict[str, dict[str, Any]] = {
+    "ours": {"use_peft": True, "gradient_checkpointing": False, "history_window": 2},
+    "baseline": {"use_peft": False, "gradient_checkpointing": True, "history_window": 5},
+}
+COMMON: dict[str, Any] = {
+    "env_ids": [ENV_ID],
+    "rollout_layout": "step",
+    "per_device_train_batch_size": 8,
+    "num_generations": 4,
+    "num_tasks": 2,
+    "max_turns": 5,
+    "max_turn_tokens": 32,
+    "max_completion_length": 4096,
+    "reply_prefix": "<action>",
+    "max_steps": 1,
+    "save_strategy": "no",
+    "report_to": "none",
+    "env_workers": 2,
+    "top_k": 0,
+    "seed": 0,
+    "learning_rate": 1e-5,
+}
+
+_CHILD = (
+    "import json, sys\n"
+    "from benchmarks.perf.train_step import one_step\n"
+    "print('AEM-PERF ' + json.dumps(one_step(json.loads(sys.argv[1]))))\n"
+)
+
+
+def one_step(settings: dict[str, Any]) -> dict[str, float]:
+    """Build the trainer for ``settings`` and time one training step (call in a child)."""
+    import resource
+    import time
+
+    import torch
+
+    from aem_agent.models import smollm2_checkpoint
+    from aem_agent.train import build_config, build_trainer
+
+    torch.set_num_threads(1)
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    config, _ = build_config(settings)
+    trainer = build_trainer(config, smollm2_checkpoint())
+    rollout = trainer.rollout_func
+    played = {"seconds": 0.0, "turns": 0, "rows_tokens": 0}
+    play = rollout.play
+
+    def timed_play(*args: Any, **kwargs: Any) -> Any:
+        tic = time.perf_counter()
+        episodes = play(*args, **kwargs)
+        played["seconds"] += time.perf_counter() - tic
+        turns = [t for e in episodes for t in e.turns]
+        played["turns"] += len(turns)
+        played["rows_tokens"] += sum(len(t.prompt_ids) + len(t.reply.ids) for t in turns)
+        return episodes
+
+    rollout.play = timed_play
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        trainer.train()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        rollout.close()
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "rollout_s": played["seconds"],
+        "update_s": wall - played["seconds"],
+        "turns": played["turns"],
+        "mean_row_tokens": played["rows_tokens"] / max(played["turns"], 1),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _run_child(name: str, output_dir: str) -> dict[str, float]:
+    settings = {**COMMON, **CONFIGS[name], "output_dir": os.path.join(output_dir, name)}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("AEM-PERF ")), None)
+    if done.returncode != 0 or line is None:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"{name} step failed: {tail[0]}")
+    return json.loads(line[len("AEM-PERF ") :])
+
+
+def measure(quick: bool = False) -> list[dict[str, Any]]:
+    """Rows: step wall time, rollout and update time, peak RSS, ours against the baseline."""
+    from aem_envs.core.errors import MissingDependencyError
+    from aem_envs.registration import landed_entries
+
+    try:
+        from aem_agent.models import smollm2_checkpoint
+
+        smollm2_checkpoint()
+    except MissingDependencyError as exc:
+        return [perf_row(BENCHMARK, "step wall", None, None, "s", f"skipped: {exc}")]
+    if ENV_ID not in {e.id for e in landed_entries() if not e.missing_modules()}:
+        return [perf_row(BENCHMARK, "step wall", None, None, "s", f"skipped: {ENV_ID} missing")]
+    with tempfile.TemporaryDirectory() as tmp:
+        ours = _run_child("ours", tmp)
+        base = _run_child("baseline", tmp)
+    setting = (
+        f"SmolLM2-135M, 1 CPU thread, {ENV_ID}, 8 episodes x <=5 turns x 32 tokens, step layout; "
+        f"{ours['turns']:.0f} vs {base['turns']:.0f} turn rows of {ours['mean_row_tokens']:.0f} "
+        f"vs {base['mean_row_tokens']:.0f} tokens; baseline: full weights, gradient "
+        "checkpointing, history window 5 (the earlier defaults; a lower bound, see module)"
+    )
+    rows = [
+        perf_row(BENCHMARK, "step wall", ours["wall_s"], base["wall_s"], "s", setting),
+        perf_row(BENCHMARK, "rollout", ours["rollout_s"], base["rollout_s"], "s", setting),
+        perf_row(BENCHMARK, "update", ours["update_s"], base["update_s"], "s", setting),
+        perf_row(
+            BENCHMARK,
+            "peak RSS",
+            ours["peak_rss_mb"],
+            base["peak_rss_mb"],
+            "MB",
+            "whole child process (model load included); target <= 2048 MB",
+        ),
+    ]
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return perf_main(measure, __doc__, "the same step (it is already one step)", argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

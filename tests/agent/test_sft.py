@@ -1,0 +1,134 @@
+"""``aem sft``: expert samples from the rollout's own contexts, a real SFT run, clear errors."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+import pytest
+from transformers import AutoTokenizer
+
+from aem_agent.policies import load_policy
+from aem_agent.policies.base import PolicyInput
+from aem_agent.prompts import read_prompt_layout
+from aem_agent.rollout import MultiTurnRollout
+from aem_agent.sft import (
+    SFTError,
+    SFTSettings,
+    check_settings,
+    expert_episodes,
+    run_sft,
+    sft_samples,
+)
+from aem_cli.main import main
+
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+
+
+def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettings:
+    values = dict(
+        env_ids=[env_id],
+        output_dir=str(tmp_path / "sft"),
+        model=str(model),
+        episodes=12,
+        max_turns=3,
+        max_turn_tokens=16,
+        reply_prefix="<action>",
+        batch_size=8,
+        save_steps=1000,
+        logging_steps=1,
+        torch_threads=1,
+    )
+    values.update(overrides)
+    return SFTSettings(**values)
+
+
+@pytest.mark.parametrize("layout", ["step", "trajectory"])
+def test_samples_are_the_rollout_contexts_with_reply_only_loss(
+    tiny_model_dir, tmp_path, doors_env_id, layout
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    config = settings(tmp_path, doors_env_id, tiny_model_dir, layout=layout)
+    rollout = MultiTurnRollout(
+        tokenizer, layout=layout, max_turns=3, max_turn_tokens=16, reply_prefix="<action>"
+    )
+    try:
+        episodes = expert_episodes(rollout, config)
+    finally:
+        rollout.close()
+    assert all(e.won for e in episodes)  # the expert opens the prize door
+    rows = sft_samples(episodes, layout)
+    prefix = tokenizer("<action>", add_special_tokens=False)["input_ids"]
+    reply = [*tokenizer("open ", add_special_tokens=False)["input_ids"]]
+    for row, episode in zip(rows, episodes, strict=False):
+        ids, mask = row["input_ids"], row["completion_mask"]
+        assert len(ids) == len(mask) and sum(mask) > 0
+        first = mask.index(1)
+        assert ids[first - len(prefix) : first] == prefix  # the context ends with the prefix
+        assert ids[first : first + len(reply)] == reply  # the loss starts at the reply body
+        if layout == "step":
+            turn = episode.turns[0]
+            assert ids[:first] == turn.prompt_ids  # exactly what the model was given
+    if layout == "step":
+        assert len(rows) == sum(len(e.turns) for e in episodes)
+    else:
+        assert len(rows) == len(episodes)
+
+
+def valid_share(model_dir: Path, env_id: str) -> float:
+    import gymnasium as gym
+
+    policy = load_policy(f"hf:{model_dir}", temperature=0.0)
+    env = gym.make(env_id)
+    valid = []
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        inp = PolicyInput(env_id, info["instruction"], obs, [], info["admissible_actions"])
+        [out] = policy.act([inp])
+        valid.append(
+            out.reply.removeprefix("<action>").split("</action>")[0] in inp.admissible_actions
+        )
+    env.close()
+    return sum(valid) / len(valid)
+
+
+def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
+    tiny_model_dir, tmp_path, doors_env_id
+) -> None:
+    assert valid_share(tiny_model_dir, doors_env_id) == 0.0  # random weights: never an action
+    config = settings(
+        tmp_path, doors_env_id, tiny_model_dir, full=True, learning_rate=1e-2, epochs=30
+    )
+    result = run_sft(config)
+    out = Path(config.output_dir)
+    assert result.won == result.episodes == 12 and result.adapter_dir is None
+    with (out / "metrics.csv").open() as handle:
+        losses = [float(r["loss"]) for r in csv.DictReader(handle) if r.get("loss")]
+    assert losses[-1] < 0.5 * losses[0]
+    assert read_prompt_layout(out) == {
+        "history_window": 2,
+        "reply_prefix": "<action>",
+        "max_turn_tokens": 16,
+    }
+    assert valid_share(out, doors_env_id) >= 0.8  # played with the prompts it was trained on
+
+
+def test_lora_sft_writes_the_adapter_and_a_merged_model(tiny_model_dir, tmp_path, doors_env_id):
+    config = settings(tmp_path, doors_env_id, tiny_model_dir, max_steps=2, episodes=4)
+    result = run_sft(config)
+    assert (result.adapter_dir / "adapter_config.json").is_file()
+    assert (result.output_dir / "config.json").is_file()
+    assert load_policy(f"hf:{result.output_dir}").reply_prefix == "<action>"
+
+
+def test_bad_runs_stop_with_one_line(tiny_model_dir, tmp_path, doors_env_id, capsys) -> None:
+    with pytest.raises(SFTError, match="train"):
+        check_settings(settings(tmp_path, doors_env_id, tiny_model_dir, split="valid_unseen"))
+    out = tmp_path / "sft"
+    out.mkdir()
+    (out / "metrics.csv").write_text("step\n")
+    with pytest.raises(Exception, match="--overwrite"):
+        check_settings(settings(tmp_path, doors_env_id, tiny_model_dir))
+    code = main(["sft", doors_env_id, "--output-dir", str(out), "--split", "test"])
+    assert code == 2 and "train" in capsys.readouterr().err

@@ -387,7 +387,7 @@ def ensure_instance_image(
     )
 
     def fill(context: Path) -> None:
-        shutil.copyfile(bundle_path, context / "repo.bundle")
+        prune_bundle(bundle_path, commit, context / "repo.bundle")
         shutil.copyfile(RECIPES / "checkout.sh", context / "checkout.sh")
         (context / "setup.sh").write_text(setup)
 
@@ -395,6 +395,50 @@ def ensure_instance_image(
     layer = _Layer(tag, "instance", parent, dockerfile, fill, buildargs, ["checkout.sh", commit])
     layer.build(client, progress, backend)
     return tag
+
+
+def prune_bundle(bundle: Path, commit: str, target: Path) -> None:
+    """Write to ``target`` a git bundle of ``commit`` and its ancestors, and nothing else.
+
+    Why: a bundle made with ``--all`` carries every branch, tag and later commit, the fix
+    included. The build context (hence a Docker image's ``COPY`` layer) gets only this pruned
+    bundle, and ``recipes/checkout.sh`` leaves no ref, reflog or unreachable object in the
+    clone, so the agent cannot read the future from ``git log --all`` or loose objects.
+    Runs the host's ``git``.
+    """
+    git = shutil.which("git")
+    if git is None:
+        raise SandboxError(
+            "git is not installed on this host; instance images are built from git bundles "
+            "with it (apt-get install git)"
+        )
+    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [git, *args], capture_output=True, text=True, env=environment, check=False
+        )
+        if done.returncode != 0:
+            raise SandboxError(f"git {' '.join(args)} failed: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    with tempfile.TemporaryDirectory(prefix="aem-bundle-") as tmp:
+        repo = str(Path(tmp) / "repo.git")
+        run("clone", "--quiet", "--bare", str(bundle), repo)
+        probe = subprocess.run(
+            [git, "-C", repo, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
+            capture_output=True,
+            text=True,
+            env=environment,
+            check=False,
+        )
+        if probe.returncode != 0:
+            raise DataError(
+                f"git bundle {bundle} does not hold the base commit {commit}; create the "
+                "bundle from a clone that has it (git bundle create FILE --all)"
+            )
+        run("-C", repo, "update-ref", "refs/heads/aem-base", probe.stdout.strip())
+        run("-C", repo, "bundle", "create", "--quiet", str(target), "refs/heads/aem-base")
 
 
 def ensure_base(

@@ -99,6 +99,12 @@ class AEMConfig(GRPOConfig):
             Most tokens (rows × padded length) in one no-grad forward over step rows (old
             policy, reference): step rows are micro-batched by this budget, in the same number
             of forward calls on every process.
+        loss_token_budget (`int`, *optional*, defaults to `4096`):
+            Most tokens (rows × padded length) in one training forward: each micro-batch TRL
+            hands the trainer is split into chunks of this size, each back-propagated on its
+            own, the same number of chunks on every process. Exact for the loss types that
+            normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`);
+            other loss types keep TRL's one forward per micro-batch.
     """
 
     aem_enabled: bool = field(
@@ -180,6 +186,11 @@ class AEMConfig(GRPOConfig):
         metadata={"help": "Most tokens in one no-grad forward over step rows (micro-batching)."},
     )
 
+    loss_token_budget: int = field(
+        default=4096,
+        metadata={"help": "Most tokens in one training forward (chunks back-propagated apart)."},
+    )
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.aem_unit not in UNITS:
@@ -198,6 +209,7 @@ class AEMConfig(GRPOConfig):
             "env_workers",
             "lora_r",
             "step_token_budget",
+            "loss_token_budget",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name}={getattr(self, name)} must be at least 1")

@@ -159,6 +159,45 @@ def batched_forward(
     return logps, entropies
 
 
+#: Per-token keys aligned with the completion (trimmed on the right); prompt keys are
+#: left-padded (trimmed on the left).
+PROMPT_KEYS: frozenset[str] = frozenset({"prompt_ids", "prompt_mask"})
+
+
+def chunk_batch(batch: dict[str, Any], n_chunks: int) -> list[dict[str, Any]]:
+    """Split a TRL training batch into ``n_chunks`` row ranges, each trimmed to its own width.
+
+    Tensors with one entry per row are sliced; prompt columns that are padding in every row
+    of a chunk are cut from the left, completion columns from the right; everything else
+    (``num_items_in_batch``) is shared. An empty range becomes one padding row with nothing
+    to learn (mask 0), so every process still makes ``n_chunks`` forward and backward calls.
+    """
+    rows = batch["completion_ids"].shape[0]
+    chunks = []
+    for span in split_even(rows, n_chunks):
+        index = list(span) or [rows - 1]
+        part = {
+            key: value[index]
+            if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[0] == rows
+            else value
+            for key, value in batch.items()
+        }
+        if not span:
+            part["completion_mask"] = torch.zeros_like(part["completion_mask"])
+        p_keep = max(int(part["prompt_mask"].sum(1).max()), 1)
+        c_keep = max(int(part["completion_mask"].sum(1).max()), 1)
+        width = part["completion_ids"].shape[1]
+        for key, value in part.items():
+            if not isinstance(value, torch.Tensor) or value.dim() < 2:
+                continue
+            if key in PROMPT_KEYS:
+                part[key] = value[:, -p_keep:]
+            elif value.shape[1] == width:
+                part[key] = value[:, :c_keep]
+        chunks.append(part)
+    return chunks
+
+
 def importance_ratio(
     old: torch.Tensor,
     sampling: torch.Tensor,

@@ -24,6 +24,8 @@ process then applies the α of its own units.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -34,6 +36,9 @@ from trl.trainer.utils import use_adapter
 from aem_agent import steps
 from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
+
+#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
+CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
 
 #: Values of the ``aem/entropy_source`` metric.
 SOURCE_SAMPLER, SOURCE_OLD_POLICY, SOURCE_EXTRA_FORWARD = 1.0, 2.0, 3.0
@@ -143,6 +148,50 @@ class AEMGRPOTrainer(GRPOTrainer):
             self._modulate(out, entropies, view, mode)
             self._metrics[mode]["aem/entropy_source"].append(source)
         return out
+
+    # ------------------------------------------------------------------ training forward
+    def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None):
+        """TRL's training step, back-propagated in chunks of at most ``loss_token_budget``
+        tokens (the same number of chunks on every process).
+
+        Why: a step-layout micro-batch holds every turn of its episodes (hundreds of rows of
+        hundreds of tokens), and one forward over it with gradients held the activations of
+        all of them at once. The token-normalised losses (``dapo``, ``cispo``, ``vespo``)
+        divide by the batch's token count, so the chunks' losses add up to the batch's loss
+        exactly; other loss types are left to TRL's single forward.
+        """
+        if self.loss_type not in CHUNKABLE_LOSSES:
+            return super().training_step(model, inputs, num_items_in_batch)
+        model.train()  # as Trainer.training_step does first: generation reads the mode
+        batch = self._prepare_inputs(inputs)  # TRL's: generates, or the buffered slice
+        lengths = (batch["prompt_mask"].sum(1) + batch["completion_mask"].sum(1)).tolist()
+        wanted = steps.plan_calls(lengths, self.args.loss_token_budget)
+        device = self.accelerator.device
+        n_chunks = int(self.accelerator.gather(torch.tensor([wanted], device=device)).max())
+        first_step, times = self._step, self._metrics["train"]["step_time"]
+        logged = len(times)
+        total = None
+        with self._inputs_prepared():
+            for chunk in steps.chunk_batch(batch, n_chunks) if n_chunks > 1 else [batch]:
+                self._step = first_step  # TRL counts each call as a step: this is one step
+                loss = super().training_step(model, chunk, num_items_in_batch)
+                total = loss if total is None else total + loss
+        if len(times) > logged + 1:  # one step time per step, not one per chunk
+            times[logged:] = [sum(times[logged:])]
+        return total
+
+    @contextmanager
+    def _inputs_prepared(self) -> Iterator[None]:
+        """Within: ``Trainer.training_step`` takes its inputs as already prepared."""
+        saved = self.__dict__.get("_prepare_inputs")
+        self._prepare_inputs = _unchanged
+        try:
+            yield
+        finally:
+            if saved is None:
+                del self._prepare_inputs
+            else:
+                self._prepare_inputs = saved
 
     # ------------------------------------------------------------------ AEM
     def _modulate(
@@ -351,6 +400,10 @@ class AEMGRPOTrainer(GRPOTrainer):
                 )
                 mean = self.accelerator.gather(values).mean().item()
                 self._metrics[mode][f"episode/{name}"].append(mean)
+
+
+def _unchanged(inputs: dict[str, Any]) -> dict[str, Any]:
+    return inputs
 
 
 def _tokenizer(model: Any) -> Any:

@@ -369,3 +369,42 @@ def test_real_training_step_on_each_landed_env(tiny_model_dir, tmp_path, env_id:
 def test_bad_settings_name_the_problem(tmp_path, overrides: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         make_config(tmp_path, "x/Y-v0", **overrides)
+
+
+def test_chunked_backward_gives_the_gradient_of_one_forward(
+    tiny_model_dir, tmp_path, doors_env_id
+) -> None:
+    """``loss_token_budget`` splits the training forward; the summed gradient is the same."""
+    config = make_config(tmp_path, doors_env_id, rollout_layout="step", max_turns=3)
+    trainer = make_trainer(tiny_model_dir, config)
+    out, _ = batch_out(trainer)
+    # In float64 the two are equal to rounding; float32 differs by ~1e-3 from summation order.
+    trainer.model.double()
+    out = {
+        k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v for k, v in out.items()
+    }
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop
+    trainer._prepare_inputs = lambda _: dict(out)  # the same prepared batch for both budgets
+    grads = {}
+    for budget in (10**9, 64):
+        trainer.args.loss_token_budget = budget
+        trainer.model.zero_grad(set_to_none=True)
+        calls: list = []
+        forward = trainer.model.forward
+
+        def counting(*args, _forward=forward, calls=calls, **kwargs):
+            calls.append(kwargs.get("input_ids", args[0] if args else None).shape)
+            return _forward(*args, **kwargs)
+
+        trainer.model.forward = counting
+        try:
+            loss = trainer.training_step(trainer.model, [], out["num_items_in_batch"])
+        finally:
+            trainer.model.forward = forward
+        grads[budget] = (loss.item(), [p.grad.clone() for p in trainer.model.parameters()], calls)
+    (whole_loss, whole, whole_calls), (chunk_loss, chunked, chunk_calls) = grads.values()
+    assert len(whole_calls) == 1 and len(chunk_calls) > 1
+    assert max(r * t for r, t in chunk_calls) < whole_calls[0][0] * whole_calls[0][1]
+    assert chunk_loss == pytest.approx(whole_loss, rel=1e-9, abs=1e-12)
+    a, b = torch.cat([g.flatten() for g in whole]), torch.cat([g.flatten() for g in chunked])
+    assert (a - b).norm() <= 1e-6 * a.norm()

@@ -58,7 +58,9 @@ TRAIN_KEYS = (
     "aem/alpha_min",
     "aem/alpha_max",
     "aem/alpha_std",
+    "aem/gated_share",
     "aem/positive_advantage_share",
+    "episode/valid_rate",
     "entropy",
     "loss",
 )

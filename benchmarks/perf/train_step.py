@@ -55,6 +55,9 @@ COMMON: dict[str, Any] = {
     "learning_rate": 1e-5,
 }
 
+#: Turns per episode with ``--quick`` (the step is otherwise about 9 minutes per configuration).
+QUICK_TURNS = 2
+
 _CHILD = (
     "import json, sys\n"
     "from benchmarks.perf.train_step import one_step\n"
@@ -107,8 +110,10 @@ def one_step(settings: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _run_child(name: str, output_dir: str) -> dict[str, float]:
+def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
     settings = {**COMMON, **CONFIGS[name], "output_dir": os.path.join(output_dir, name)}
+    if quick:
+        settings["max_turns"] = QUICK_TURNS
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(settings)],
@@ -138,10 +143,11 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     if ENV_ID not in {e.id for e in landed_entries() if not e.missing_modules()}:
         return [perf_row(BENCHMARK, "step wall", None, None, "s", f"skipped: {ENV_ID} missing")]
     with tempfile.TemporaryDirectory() as tmp:
-        ours = _run_child("ours", tmp)
-        base = _run_child("baseline", tmp)
+        ours = _run_child("ours", tmp, quick=quick)
+        base = _run_child("baseline", tmp, quick=quick)
     setting = (
-        f"SmolLM2-135M, 1 CPU thread, {ENV_ID}, 8 episodes x <=5 turns x 32 tokens, step layout; "
+        f"SmolLM2-135M, 1 CPU thread, {ENV_ID}, 8 episodes x <={QUICK_TURNS if quick else 5} "
+        "turns x 32 tokens, step layout; "
         f"{ours['turns']:.0f} vs {base['turns']:.0f} turn rows of {ours['mean_row_tokens']:.0f} "
         f"vs {base['mean_row_tokens']:.0f} tokens; baseline: full weights, gradient "
         "checkpointing, history window 5 (the earlier defaults; a lower bound, see module)"
@@ -163,7 +169,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return perf_main(measure, __doc__, "the same step (it is already one step)", argv)
+    return perf_main(measure, __doc__, f"episodes of at most {QUICK_TURNS} turns", argv)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Two gloo processes (``torchrun``; accelerate picks the process group up): the step layout with unequal rows per rank.
+"""Two gloo processes (``torchrun``): the step layout with unequal rows per rank.
 
 Episodes on the Doors env end after different numbers of turns, so the two ranks hold
 different numbers of turn rows; the trainer must pad them to one count and make the same

@@ -13,7 +13,27 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
+from aem_envs.core.errors import import_problem, install_command
+from aem_envs.core.limits import ADOPT_TIME_LIMIT
+
 NAMESPACE = "aem"
+
+
+@dataclass(frozen=True)
+class Feature:
+    """An optional part of an id (an engine) with Python dependencies of its own."""
+
+    name: str
+    extra: str
+    modules: tuple[str, ...]
+
+    @property
+    def install(self) -> str:
+        return install_command(self.extra)
+
+    def problems(self) -> list[str]:
+        """One line per module that does not import here (empty: the feature is ready)."""
+        return [problem for problem in map(import_problem, self.modules) if problem]
 
 
 @dataclass(frozen=True)
@@ -28,6 +48,8 @@ class EnvEntry:
     summary: str
     #: Services the id needs at run time beyond Python packages ("docker", "browser").
     resources: tuple[str, ...] = ()
+    #: Optional parts with their own dependencies, reported separately by ``aem envs``.
+    features: tuple[Feature, ...] = ()
 
     @property
     def module(self) -> str:
@@ -40,9 +62,14 @@ class EnvEntry:
         except ModuleNotFoundError:
             return False
 
+    @property
+    def install(self) -> str:
+        """The exact command that installs this id's extra (``--no-deps`` parts included)."""
+        return install_command(self.extra)
+
     def missing_modules(self) -> list[str]:
-        """Optional Python dependencies of this id that are not importable here."""
-        return [m for m in self.modules if importlib.util.find_spec(m.split(".")[0]) is None]
+        """Python dependencies of this id that do not import here (by really importing)."""
+        return [m for m in self.modules if import_problem(m) is not None]
 
     def env_class(self) -> type:
         return getattr(importlib.import_module(self.module), self.entry_point.split(":")[1])
@@ -56,7 +83,21 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=(),
         system="none; the extra adds the upstream engine (engine='upstream', the generator), "
         "whose fast-downward build needs cmake < 4 and g++",
-        summary="ALFWorld household tasks on the real alfworld/textworld engine",
+        summary="ALFWorld household tasks; aem's native engine on generated games by default, "
+        "alfworld's own textworld engine with engine='upstream'",
+        features=(
+            Feature(
+                name="engine='upstream'",
+                extra="alfworld",
+                modules=(
+                    "textworld",
+                    "fast_downward",
+                    "textworld.envs.pddl",
+                    "alfworld.agents.environment.alfred_tw_env",
+                    "alfworld.agents.expert.handcoded_expert_tw",
+                ),
+            ),
+        ),
     ),
     EnvEntry(
         id="aem/WebShop-v0",
@@ -87,6 +128,11 @@ ENTRIES: tuple[EnvEntry, ...] = (
 )
 
 
+def entry_by_id(env_id: str) -> EnvEntry:
+    """The table entry of an aem id, landed or not (for code that describes its own id)."""
+    return next(item for item in ENTRIES if item.id == env_id)
+
+
 def landed_entries() -> list[EnvEntry]:
     return [entry for entry in ENTRIES if entry.landed()]
 
@@ -113,8 +159,22 @@ def resolve_env_id(env_id: str) -> str:
     raise AEMError(f"unknown environment id {env_id!r}; aem ids: {known} (see `aem envs`)")
 
 
+def register_text_env(env_id: str, entry_point: str) -> None:
+    """Register one :class:`~aem_envs.core.base.TextEnv` id as aem registers its own.
+
+    Why a function: the wrapper that hands ``max_episode_steps`` to the env (see
+    :mod:`aem_envs.core.limits`) must come with every id, including test and user envs.
+    """
+    if env_id not in gym.registry:
+        gym.register(
+            id=env_id,
+            entry_point=entry_point,
+            disable_env_checker=False,
+            additional_wrappers=(ADOPT_TIME_LIMIT,),
+        )
+
+
 def register_envs() -> None:
     """Register every landed id with Gymnasium (idempotent)."""
     for item in landed_entries():
-        if item.id not in gym.registry:
-            gym.register(id=item.id, entry_point=item.entry_point, disable_env_checker=False)
+        register_text_env(item.id, item.entry_point)

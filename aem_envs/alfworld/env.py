@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from aem_envs.alfworld import expert
+from aem_envs.alfworld import expert, upstream
 from aem_envs.alfworld.games import (
     SPLITS,
     GameRecord,
@@ -27,7 +27,7 @@ from aem_envs.alfworld.native import Layout, NativeGame, State, UnsupportedGame,
 from aem_envs.alfworld.pddl import game_dict
 from aem_envs.alfworld.upstream import UpstreamEngine
 from aem_envs.core.base import Outcome, Task, TextEnv
-from aem_envs.core.errors import AEMError
+from aem_envs.core.errors import AEMError, ArgumentError, MissingDependencyError, install_command
 
 ENGINES = ("native", "upstream")
 SOURCES = ("bundled", "alfworld")
@@ -71,12 +71,28 @@ class ALFWorldEnv(TextEnv):
     ) -> None:
         super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
         if engine not in ENGINES:
-            raise AEMError(f"engine={engine!r} is not known; choose one of {list(ENGINES)}")
+            raise ArgumentError(
+                f"engine={engine!r} is not known; pass engine='native' (the default) or "
+                "engine='upstream' (alfworld's own engine)"
+            )
         source = source or ("alfworld" if data_dir is not None else "bundled")
         if source not in SOURCES:
-            raise AEMError(f"source={source!r} is not known; choose one of {list(SOURCES)}")
+            raise ArgumentError(
+                f"source={source!r} is not known; pass source='bundled' (the default) or "
+                "source='alfworld' (real data from $ALFWORLD_DATA or data_dir=)"
+            )
         if source == "bundled" and data_dir is not None:
-            raise AEMError("data_dir= reads real ALFWorld data; pass source='alfworld' with it")
+            raise ArgumentError(
+                "data_dir= reads real ALFWorld data but source='bundled' was given; "
+                "pass source='alfworld' with it, or drop data_dir="
+            )
+        if engine == "upstream":
+            problems = upstream.missing()
+            if problems:
+                raise MissingDependencyError(
+                    f"engine='upstream' needs alfworld's engine ({problems[0]}); install it "
+                    f"with: {install_command('alfworld')}, or use engine='native'"
+                )
         self.engine = engine
         self.source = source
         self._root = real_data_root(data_dir) if source == "alfworld" else None
@@ -128,7 +144,11 @@ class ALFWorldEnv(TextEnv):
     def expert_action(self) -> str:
         """The expert's next command: alfworld's handcoded expert for real games on the
         upstream engine, otherwise planned from the native state (which the upstream path
-        keeps in step for bundled games)."""
+        keeps in step for bundled games).
+
+        Raises :class:`~aem_envs.core.errors.NoExpertAction` when the handcoded expert fails;
+        the episode itself is unaffected (the expert is computed here, never in ``step``).
+        """
         if self._game is None or self._record is None:
             raise AEMError("call reset() before expert_action()")
         if isinstance(self._game, UpstreamEngine) and self._record.path is not None:

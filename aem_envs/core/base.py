@@ -10,7 +10,9 @@ treat ALFWorld, WebShop and SWE-bench alike.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import difflib
+import numbers
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -18,6 +20,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 
+from aem_envs.core.errors import ArgumentError, EnvClosedError
 from aem_envs.core.rewards import RewardScheme
 from aem_envs.core.spaces import TextSpace
 
@@ -68,7 +71,14 @@ class TextEnv(gym.Env[str, str]):
     Subclasses implement :meth:`task_ids`, :meth:`_start`, :meth:`_act` and
     :meth:`_admissible`; optionally :meth:`expert_action` and :meth:`_grade_at_limit`.
     Constructor keywords common to all: ``reward_scheme`` (see :class:`RewardScheme`),
-    ``max_steps`` (episode limit → ``truncated``), ``render_mode`` (``"ansi"``/``"human"``).
+    ``max_steps`` (episode limit → ``truncated``; ``gym.make(..., max_episode_steps=N)``
+    sets the same limit), ``render_mode`` (``"ansi"``/``"human"``).
+
+    Episode semantics, the same for every id: ``reset()`` without a split uses
+    :meth:`default_split` (the training split); a ``step`` after the episode ended executes
+    nothing and repeats the final ``terminated`` / ``truncated`` flags and outcome (``won``,
+    ``score``) with zero reward; ``reset`` or ``step`` after ``close()`` raises
+    :class:`~aem_envs.core.errors.EnvClosedError`.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -77,7 +87,7 @@ class TextEnv(gym.Env[str, str]):
     #: Longest action accepted; longer strings are invalid actions (never an exception).
     max_action_length: ClassVar[int] = 1 << 13
     default_max_steps: ClassVar[int] = 50
-    #: Splits in the order ``aem envs`` prints them; the first is the default for ``reset``.
+    #: Splits in the order ``aem envs`` prints them.
     splits: ClassVar[tuple[str, ...]] = ("train",)
     #: Words shaped like this env's commands, for readable random samples of the action space.
     action_vocabulary: ClassVar[Sequence[str] | None] = None
@@ -102,9 +112,8 @@ class TextEnv(gym.Env[str, str]):
             )
         self.render_mode = render_mode
         self.reward_scheme = RewardScheme.coerce(reward_scheme)
-        self.max_steps = int(max_steps if max_steps is not None else self.default_max_steps)
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        self._max_steps_given = max_steps is not None
+        self.max_steps = self._checked_limit("max_steps", max_steps)
         vocab = {"vocabulary": self.action_vocabulary} if self.action_vocabulary else {}
         self.observation_space = TextSpace(self.max_observation_length)
         self.action_space = TextSpace(self.max_action_length, **vocab)
@@ -112,6 +121,8 @@ class TextEnv(gym.Env[str, str]):
         self._episode: _Episode | None = None
         self._steps = 0
         self._done = False
+        self._end_flags = (False, False)
+        self._closed = False
         self._last_observation = ""
         self._last_info: dict[str, Any] = {}
 
@@ -141,6 +152,12 @@ class TextEnv(gym.Env[str, str]):
         raise NotImplementedError(f"{type(self).__name__} has no expert")
 
     @classmethod
+    def default_split(cls) -> str:
+        """The split ``reset()`` draws from without a ``split`` option: ``train`` where the
+        env has one (an agent trains on it), else the env's only or first split."""
+        return "train" if "train" in cls.splits else cls.splits[0]
+
+    @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:
         """Bundled task counts, split → task type → count, for ``aem envs``.
 
@@ -152,18 +169,25 @@ class TextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
+        self._check_open("reset")
+        if options is not None and not isinstance(options, Mapping):
+            raise ArgumentError(
+                f"reset options must be a dict, got {type(options).__name__} {options!r:.60}; "
+                f"pass e.g. options={{'split': {self.default_split()!r}}}"
+            )
         super().reset(seed=seed)
         options = dict(options or {})
         self._episode = _Episode(copy.deepcopy(self.np_random.bit_generator.state), options)
         return self._begin(options)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        self._check_open("step")
         if self._episode is None:
             raise ResetNeeded("call reset() before step()")
         self._episode.actions.append(action if isinstance(action, str) else repr(action))
         if self._done:
-            outcome = Outcome("The episode is over; call reset() to start a new one.", valid=False)
-        elif not isinstance(action, str):
+            return self._after_end()
+        if not isinstance(action, str):
             outcome = Outcome(
                 f"Invalid action: expected a string, got {type(action).__name__}.", valid=False
             )
@@ -183,10 +207,34 @@ class TextEnv(gym.Env[str, str]):
         Why public: wrappers that parse LLM replies need the invalid-action path (penalty,
         step count, limit) without inventing an action string the env might accept.
         """
+        self._check_open("step")
         if self._episode is None:
             raise ResetNeeded("call reset() before step()")
         self._episode.actions.append(_Rejection(reason))
+        if self._done:
+            return self._after_end()
         return self._advance(Outcome(reason, valid=False))
+
+    def close(self) -> None:
+        """Release the env; subclasses free their engines first, then call this."""
+        self._closed = True
+        super().close()
+
+    def adopt_step_limit(self, limit: int) -> None:
+        """Take ``gym.make``'s ``max_episode_steps`` as this env's own step limit.
+
+        Why: the env ends episodes itself (SWE grades at the limit), so a larger limit in a
+        ``TimeLimit`` above it would never be reached; one limit, given either way, holds.
+        The constructor arguments are updated too, so a pickled copy keeps the limit.
+        """
+        limit = self._checked_limit("max_episode_steps", limit)
+        if self._max_steps_given and limit != self.max_steps:
+            raise ArgumentError(
+                f"max_steps={self.max_steps} and max_episode_steps={limit} disagree; "
+                "give only one of them"
+            )
+        self.max_steps = limit
+        self._init_args[1]["max_steps"] = limit
 
     def render(self) -> str | None:
         if self.render_mode == "human":
@@ -199,45 +247,102 @@ class TextEnv(gym.Env[str, str]):
         return None if self._done else self._admissible()
 
     # ------------------------------------------------------------------ internals
-    def _begin(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        unknown = set(options) - {"task_id", "split"} - set(self._extra_reset_options())
-        if unknown:
-            raise ValueError(
-                f"unknown reset option(s) {sorted(unknown)}; supported: task_id, split"
-                + "".join(f", {k}" for k in self._extra_reset_options())
+    @property
+    def env_id(self) -> str:
+        """The id this env was made under (for messages): its spec's, else its table entry's."""
+        if self.spec is not None:
+            return self.spec.id
+        from aem_envs.registration import ENTRIES
+
+        name = f"{type(self).__module__}:{type(self).__name__}"
+        return next((e.id for e in ENTRIES if e.entry_point == name), type(self).__name__)
+
+    def _check_open(self, method: str) -> None:
+        if self._closed:
+            make_id = f"aem_envs:{self.env_id}" if self.env_id.startswith("aem/") else self.env_id
+            raise EnvClosedError(
+                f"{method}() on a closed {self.env_id} env; make a new one with "
+                f"gym.make({make_id!r})"
             )
-        split = options.get("split", self.splits[0])
+
+    def _checked_limit(self, name: str, value: Any) -> int:
+        if value is None:
+            return self.default_max_steps
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ArgumentError(
+                f"{name}={value!r} is not a whole number of steps; pass a positive int, "
+                f"e.g. {name}={self.default_max_steps}"
+            )
+        if value < 1:
+            raise ArgumentError(f"{name}={value} must be at least 1 step; pass a positive int")
+        return int(value)
+
+    def _begin(self, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        supported = ["task_id", "split", *self._extra_reset_options()]
+        unknown = sorted(set(options) - set(supported), key=str)
+        if unknown:
+            raise ArgumentError(
+                f"unknown reset option(s) {unknown}; supported: {', '.join(supported)}"
+            )
+        split = options.get("split", self.default_split())
         if split not in self.splits:
-            raise ValueError(f"split={split!r} does not exist; choose one of {list(self.splits)}")
+            raise ArgumentError(
+                f"split={split!r} does not exist; choose one of {list(self.splits)}"
+            )
         ids = self.task_ids(split)
         if "task_id" in options:
             task_id = str(options["task_id"])
             if task_id not in ids:
-                raise ValueError(
-                    f"task_id={task_id!r} is not in split {split!r}; "
-                    f"run `aem envs` to list the task sets"
-                )
+                raise ArgumentError(self._unknown_task_message(task_id, split, ids))
         else:
             if not ids:
-                raise ValueError(f"split {split!r} has no tasks")
+                raise ArgumentError(
+                    f"split {split!r} has no tasks; choose one of {list(self.splits)}"
+                )
             task_id = ids[int(self.np_random.integers(len(ids)))]
         self._steps = 0
         self._done = False
+        self._end_flags = (False, False)
         self.task, observation = self._start(task_id, split)
         self._last_observation = self._clip(observation)
         self._last_info = self._info(Outcome(observation))
         return self._last_observation, dict(self._last_info)
+
+    def _unknown_task_message(self, task_id: str, split: str, ids: Sequence[str]) -> str:
+        """One line: where the task is if it is in another split, else the command listing ids."""
+        for other in self.splits:
+            if other != split and task_id in self.task_ids(other):
+                return (
+                    f"task_id={task_id!r} is in split {other!r}, not {split!r}; pass "
+                    f"options={{'split': {other!r}, 'task_id': {task_id!r}}}"
+                )
+        close = difflib.get_close_matches(task_id, list(ids), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"task_id={task_id!r} is not in split {split!r}{hint}; list its {len(ids)} ids "
+            f"with `aem envs {self.env_id} --tasks --split {split}`"
+        )
+
+    def _after_end(self) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """A step once the episode is over: nothing runs, the final flags and outcome stay.
+
+        Why not ``ResetNeeded``: batched rollouts step every env of a group in lockstep, and
+        one that finished early must keep reporting how it finished, worth no more reward.
+        """
+        terminated, truncated = self._end_flags
+        info = {**self._last_info, "action_valid": False, "admissible_actions": None}
+        message = "The episode is over; call reset() to start a new one."
+        return message, 0.0, terminated, truncated, info
 
     def _extra_reset_options(self) -> Sequence[str]:
         """Reset options a subclass understands beyond ``task_id`` and ``split``."""
         return ()
 
     def _advance(self, outcome: Outcome) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        already_done = self._done
         self._steps += 1
-        terminated = outcome.done and not already_done
+        terminated = outcome.done
         truncated = False
-        if not terminated and not already_done and self._steps >= self.max_steps:
+        if not terminated and self._steps >= self.max_steps:
             truncated = True
             graded = self._grade_at_limit()
             if graded is not None:
@@ -246,12 +351,11 @@ class TextEnv(gym.Env[str, str]):
                 graded.info = {**outcome.info, **graded.info}
                 outcome = graded
         final = terminated or (truncated and outcome.done)
-        reward = 0.0
-        if not already_done:
-            reward = self.reward_scheme.reward(
-                valid=outcome.valid, done=final, won=outcome.won, score=outcome.score
-            )
-        self._done = already_done or terminated or truncated
+        reward = self.reward_scheme.reward(
+            valid=outcome.valid, done=final, won=outcome.won, score=outcome.score
+        )
+        self._done = terminated or truncated
+        self._end_flags = (terminated, truncated)
         self._last_observation = self._clip(outcome.observation)
         self._last_info = self._info(outcome)
         return self._last_observation, float(reward), terminated, truncated, dict(self._last_info)

@@ -16,9 +16,11 @@ from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from aem_cli.envs import task_listing
 from aem_envs.core.base import INFO_KEYS
-from aem_envs.policies import RandomPolicy
-from aem_envs.registration import landed_entries
+from aem_envs.core.errors import ArgumentError, EnvClosedError
+from aem_envs.policies import ExpertPolicy, RandomPolicy
+from aem_envs.registration import entry, landed_entries, register_text_env
 from tests.fixtures.corridor import FIXTURE_ID
 
 ENV_PARAMS = [pytest.param(FIXTURE_ID, id=FIXTURE_ID)] + [
@@ -34,8 +36,7 @@ ROLLOUT_STEPS = 4
 
 @pytest.fixture(scope="session", autouse=True)
 def _register_fixture_env() -> None:
-    if FIXTURE_ID not in gym.registry:
-        gym.register(FIXTURE_ID, entry_point="tests.fixtures.corridor:CorridorEnv")
+    register_text_env(FIXTURE_ID, "tests.fixtures.corridor:CorridorEnv")
 
 
 def _make(env_id: str, **kwargs) -> gym.Env:
@@ -182,7 +183,7 @@ def test_pickle_round_trip_continues_identically(env_id: str) -> None:
 
 @pytest.mark.parametrize("env_id", ENV_PARAMS)
 def test_async_vector_env_matches_sync(env_id: str) -> None:
-    """The default async call must carry text observations intact (see TOOLCHAIN.md)."""
+    """The default async call must carry text observations intact (see docs/envs.md)."""
     async_env = gym.make_vec(env_id, num_envs=2, vectorization_mode="async")
     sync_env = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync")
     try:
@@ -201,3 +202,144 @@ def test_async_vector_env_matches_sync(env_id: str) -> None:
     finally:
         async_env.close()
         sync_env.close()
+
+
+# ------------------------------------------------------------------ episode semantics
+#: Never a valid command of any env (a shell runs it and reports "command not found").
+NO_OP = "?"
+
+
+def _assert_outcome_repeats(env: gym.Env, final: tuple) -> None:
+    """Steps after the end run nothing: same flags and outcome, zero reward."""
+    _, _, terminated, truncated, info = final
+    for _ in range(2):
+        obs, reward, again_term, again_trunc, again = env.step(NO_OP)
+        assert (again_term, again_trunc) == (terminated, truncated)
+        assert reward == 0.0 and "episode is over" in obs
+        assert (again["won"], again["score"], again["task_id"]) == (
+            info["won"],
+            info["score"],
+            info["task_id"],
+        )
+        assert again["action_valid"] is False
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_steps_after_the_end_repeat_the_outcome(env_id: str) -> None:
+    env = _make(env_id, max_episode_steps=2)
+    try:
+        env.reset(seed=0)
+        env.step(NO_OP)
+        final = env.step(NO_OP)
+        assert final[3] and not final[2]
+        _assert_outcome_repeats(env, final)
+        env.reset(seed=0)
+        policy, final = ExpertPolicy(), None
+        for _ in range(2):
+            final = env.step(policy.act(env))
+            if final[2] or final[3]:
+                break
+        _assert_outcome_repeats(env, final)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_max_episode_steps_is_the_one_step_limit(env_id: str) -> None:
+    """gym.make's limit holds exactly, above the env's own default as well as below it."""
+    default = gym.spec(env_id.split(":", 1)[-1]).make().unwrapped.default_max_steps
+    for limit in (default + 2, 1):
+        env = _make(env_id, max_episode_steps=limit)
+        try:
+            assert env.unwrapped.max_steps == limit
+            env.reset(seed=0)
+            flags = [env.step(NO_OP)[2:4] for _ in range(limit)]
+            assert flags[-1][1] and not any(trunc for _, trunc in flags[:-1])
+        finally:
+            env.close()
+    with pytest.raises(ArgumentError, match="disagree"):
+        _make(env_id, max_steps=3, max_episode_steps=4)
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_reset_without_a_split_uses_the_training_split(env_id: str) -> None:
+    env = _make(env_id)
+    try:
+        base = env.unwrapped
+        expected = "train" if "train" in base.splits else base.splits[0]
+        assert base.default_split() == expected
+        ids = set(base.task_ids(expected))
+        assert all(env.reset(seed=seed)[1]["task_id"] in ids for seed in range(3))
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_a_closed_env_says_so(env_id: str) -> None:
+    env = _make(env_id)
+    env.reset(seed=0)
+    env.close()
+    for call in (lambda: env.step(NO_OP), lambda: env.reset(seed=0)):
+        with pytest.raises(EnvClosedError) as caught:
+            call()
+        message = str(caught.value)
+        assert "\n" not in message and "closed" in message and "gym.make(" in message
+
+
+# ------------------------------------------------------------------ bad input, one line each
+def _one_line(error: pytest.ExceptionInfo, *needles: str) -> str:
+    message = str(error.value)
+    assert "\n" not in message, message
+    for needle in needles:
+        assert needle in message, (needle, message)
+    return message
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_bad_reset_options_and_limits_are_one_line(env_id: str) -> None:
+    env = _make(env_id)
+    try:
+        for options in ("train", ["split"], 3):
+            with pytest.raises(ArgumentError) as caught:
+                env.reset(options=options)
+            _one_line(caught, "options must be a dict", "options={'split'")
+        with pytest.raises(ArgumentError) as caught:
+            env.reset(options={"level": 3})
+        _one_line(caught, "'level'", "supported: task_id, split")
+    finally:
+        env.close()
+    for value in ("x", 2.5, True, 0):
+        with pytest.raises(ArgumentError) as caught:
+            _make(env_id, max_steps=value)
+        _one_line(caught, f"max_steps={value!r}", "positive int")
+
+
+@pytest.mark.parametrize("env_id", ENV_PARAMS)
+def test_an_unknown_task_id_names_the_command_that_lists_them(env_id: str) -> None:
+    env = _make(env_id)
+    try:
+        base = env.unwrapped
+        split = base.default_split()
+        with pytest.raises(ArgumentError) as caught:
+            env.reset(options={"split": split, "task_id": "no-such-task"})
+        bare = env_id.split(":", 1)[-1]
+        _one_line(caught, "'no-such-task'", f"`aem envs {bare} --tasks --split {split}`")
+        item = entry(bare)
+        if item is not None:  # the command lists exactly the split's ids
+            listed = [task_id for _, task_id in task_listing(item, split)]
+            assert listed == list(base.task_ids(split))
+        here = set(base.task_ids(split))
+        elsewhere = [
+            (other, task_id)
+            for other in base.splits
+            if other != split
+            for task_id in base.task_ids(other)
+            if task_id not in here
+        ]
+        if elsewhere:  # an id of another split: the message says which split holds it
+            other, task_id = elsewhere[0]
+            with pytest.raises(ArgumentError) as caught:
+                env.reset(options={"split": split, "task_id": task_id})
+            _one_line(caught, f"is in split {other!r}", f"'split': {other!r}")
+    finally:
+        env.close()

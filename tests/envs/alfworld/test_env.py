@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import re
@@ -13,8 +14,16 @@ import pytest
 
 from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.alfworld.games import SPLITS, bundled_games
-from aem_envs.alfworld.pddl import TASK_TYPES, game_dict
-from aem_envs.core.errors import AEMError, DataError
+from aem_envs.alfworld.pddl import TASK_TYPES
+from aem_envs.core.errors import (
+    NO_DEPS_PACKAGES,
+    AEMError,
+    DataError,
+    MissingDependencyError,
+    NoExpertAction,
+    install_command,
+)
+from tests.envs.alfworld.conftest import write_real_layout
 
 EVAL_SPLITS = ("valid_seen", "valid_unseen")
 
@@ -150,32 +159,8 @@ def test_real_data_errors_name_the_path(tmp_path: Path, monkeypatch: pytest.Monk
         ALFWorldEnv(data_dir=tmp_path).reset(options={"split": "train"})
 
 
-def _write_real_layout(root: Path, split: str, count: int) -> list[str]:
-    """ALFWorld's on-disk form of some bundled games (traj_data.json + game.tw-pddl)."""
-    ids = []
-    for record in list(bundled_games(split).values())[:count]:
-        goal = record.goal
-        trial = root / "json_2.1.1" / split / f"{record.task_type}-{goal.obj}-x" / "trial_1"
-        trial.mkdir(parents=True)
-        traj = {
-            "task_type": record.task_type,
-            "pddl_params": {
-                "object_target": goal.obj,
-                "parent_target": goal.recep,
-                "toggle_target": goal.toggle,
-                "mrecep_target": "",
-                "object_sliced": False,
-            },
-        }
-        (trial / "traj_data.json").write_text(json.dumps(traj))
-        game = game_dict(record.problem, record.instruction)
-        (trial / "game.tw-pddl").write_text(json.dumps(game))
-        ids.append(f"{trial.parent.name}/{trial.name}")
-    return ids
-
-
 def test_real_layout_plays_on_the_native_engine(tmp_path: Path, alfworld_engine: None) -> None:
-    ids = _write_real_layout(tmp_path, "valid_seen", 6)
+    ids = write_real_layout(tmp_path, "valid_seen", 6)
     env = ALFWorldEnv(data_dir=tmp_path)
     assert sorted(env.task_ids("valid_seen")) == sorted(ids)
     for task_id in ids:
@@ -186,7 +171,7 @@ def test_real_layout_plays_on_the_native_engine(tmp_path: Path, alfworld_engine:
 def test_real_layout_with_the_handcoded_expert_upstream(
     tmp_path: Path, alfworld_engine: None
 ) -> None:
-    ids = _write_real_layout(tmp_path, "valid_unseen", 1)
+    ids = write_real_layout(tmp_path, "valid_unseen", 1)
     env = ALFWorldEnv(data_dir=tmp_path, engine="upstream")
     try:
         info = _expert_episode(env, "valid_unseen", ids[0])
@@ -206,3 +191,88 @@ def test_upstream_engine_leaves_sys_argv_alone(alfworld_engine: None, monkeypatc
     finally:
         env.close()
     assert sys.argv is argv and argv == ["prog", "--flag", "value"]
+
+
+@pytest.mark.slow
+def test_a_failing_handcoded_expert_never_breaks_a_step(
+    tmp_path: Path, alfworld_engine: None
+) -> None:
+    """alfworld's expert raises inside itself on this game; the game must play on.
+
+    A ``traj_data.json`` with a null ``parent_target`` makes the handcoded expert raise a
+    ``TypeError`` on its first act. alfworld's own ``AlfredExpert`` wrapper would raise it
+    from ``step``; here only ``expert_action()`` reports it, as ``NoExpertAction``.
+    """
+    (task_id,) = write_real_layout(tmp_path, "valid_seen", 1, params={"parent_target": None})
+    plan = next(iter(bundled_games("valid_seen").values())).plan
+    env = ALFWorldEnv(data_dir=tmp_path, engine="upstream")
+    try:
+        env.reset(options={"split": "valid_seen", "task_id": task_id})
+        assert env.expert_action() == "look"  # before any step alfworld's expert only observes
+        env.step("look")
+        for _ in range(2):  # the failure stays for the episode
+            with pytest.raises(NoExpertAction) as caught:
+                env.expert_action()
+            message = str(caught.value)
+            assert "\n" not in message and message.startswith("no expert action available")
+            assert "TypeError" in message
+        for action in plan:
+            result = env.step(action)
+        assert result[4]["won"] and result[2]
+    finally:
+        env.close()
+
+
+def test_upstream_readiness_follows_what_imports() -> None:
+    """`aem envs` says the upstream engine is ready exactly when its modules import."""
+    from aem_envs.registration import entry_by_id
+
+    (feature,) = entry_by_id("aem/ALFWorld-v0").features
+    imports = True
+    for module in feature.modules:
+        try:
+            importlib.import_module(module)
+        except Exception:
+            imports = False
+    assert (not feature.problems()) == imports
+
+
+_BLOCK_ALFWORLD = (
+    "import sys\n"
+    "sys.modules['alfworld'] = None  # as in a venv without alfworld\n"
+    "from aem_cli.main import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+def test_without_alfworld_the_upstream_engine_is_not_ready_and_says_how_to_fix_it() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _BLOCK_ALFWORLD, "envs", "aem/ALFWorld-v0", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (row,) = json.loads(result.stdout)
+    assert row["python_ready"]  # the native engine needs nothing
+    (feature,) = row["features"]
+    assert not feature["ready"] and "alfworld" in feature["problems"][0]
+    assert feature["install"] == install_command("alfworld")
+    assert "pip install --no-deps alfworld==" in feature["install"]
+
+
+def test_without_alfworld_engine_upstream_fails_at_once_with_the_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "alfworld", None)
+    for name in [m for m in sys.modules if m.startswith("alfworld.")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(MissingDependencyError) as caught:
+        ALFWorldEnv(engine="upstream")
+    message = str(caught.value)
+    assert "\n" not in message and message.count(install_command("alfworld")) == 1
+    assert "engine='native'" in message
+
+
+def test_the_install_script_installs_the_pins_the_message_names() -> None:
+    script = (Path(__file__).parents[3] / "scripts" / "install.sh").read_text()
+    assert "pip install -q --no-deps " + " ".join(NO_DEPS_PACKAGES["alfworld"]) in script

@@ -10,8 +10,13 @@ Three sources share one code path:
 - real SWE-bench files whose instance images were built elsewhere and loaded here: an
   instance's ``image`` field, else swebench's name ``sweb.eval.x86_64.<id>:latest``.
 
-Instances that lack swebench 5.x's ``eval_script`` / ``log_parser`` / ``eval_type`` fields get
-a pytest eval script derived from their test patch (:mod:`aem_envs.swe.evalscript`).
+Eval scripts: an instance's own ``eval_script`` (swebench 5.x datasets carry one) is used as
+is. Without one, an instance with its own test command (``test_cmd``) or a repository bundle
+gets a script derived from its test lists and test patch (:mod:`aem_envs.swe.evalscript`);
+any other instance (a real SWE-bench row run in a prebuilt image, whose tests may not be
+pytest at all: Django's ``runtests.py``, SymPy's ``bin/test``) gets the script the installed
+swebench builds for its repository and version, and where swebench builds none, the reset
+stops with one line saying so.
 """
 
 from __future__ import annotations
@@ -24,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.errors import AEMError, DataError, require
-from aem_envs.swe.evalscript import DEFAULT_EVAL_TYPE, DEFAULT_LOG_PARSER, make_eval_script
+from aem_envs.swe.evalscript import (
+    DEFAULT_EVAL_TYPE,
+    DEFAULT_LOG_PARSER,
+    files_to_run,
+    instance_test_command,
+    make_eval_script,
+)
 
 TASKS_DIR = Path(__file__).with_name("tasks")
 BUNDLED_INSTANCES = TASKS_DIR / "instances.jsonl"
@@ -58,6 +69,8 @@ class SWEInstance:
 
     data: Mapping[str, Any]
     bundle: Path | None = None
+    #: The folder the bundle was looked for in (for the missing-image message).
+    bundles_dir: Path | None = None
 
     @classmethod
     def from_dict(cls, row: Mapping[str, Any], bundles_dir: Path | None) -> SWEInstance:
@@ -75,7 +88,7 @@ class SWEInstance:
         if bundles_dir is not None:
             candidate = bundles_dir / f"{str(row['repo']).replace('/', '__')}.bundle"
             bundle = candidate if candidate.is_file() else None
-        return cls(data, bundle)
+        return cls(data, bundle, bundles_dir)
 
     @property
     def instance_id(self) -> str:
@@ -98,12 +111,27 @@ class SWEInstance:
     def gold_patch(self) -> str:
         return str(self.data["patch"])
 
+    @property
+    def test_ids(self) -> list[str]:
+        """FAIL_TO_PASS then PASS_TO_PASS."""
+        return [*self.data["FAIL_TO_PASS"], *self.data["PASS_TO_PASS"]]
+
     @cached_property
     def eval_script(self) -> str:
+        """The script grading runs (see the module docstring for which one)."""
         script = self.data.get("eval_script")
         if script:
             return str(script)
-        return make_eval_script(str(self.data["base_commit"]), str(self.data["test_patch"]))
+        command = instance_test_command(self.data)
+        if command is None and self.bundle is None:
+            return swebench_eval_script(self)
+        test_patch = str(self.data["test_patch"])
+        return make_eval_script(
+            str(self.data["base_commit"]),
+            test_patch,
+            files_to_run(test_patch, self.test_ids),
+            test_command=command,
+        )
 
     def swebench_image_name(self) -> str:
         """The name swebench's harness gives this instance's image."""
@@ -124,8 +152,49 @@ class SWEInstance:
         }
 
 
+def swebench_eval_script(instance: SWEInstance) -> str:
+    """The eval script the installed swebench builds for ``instance``'s repository and version.
+
+    swebench 2.x-4.x build one from their per-repository specs
+    (``swebench.harness.test_spec.test_spec.make_test_spec``); swebench 5.x builds none, since
+    its datasets carry ``eval_script``. Without one, a plain pytest run would grade a
+    repository whose tests are not pytest as never resolved, so this stops instead.
+    """
+    from importlib import import_module
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        builder = import_module("swebench.harness.test_spec.test_spec").make_test_spec
+    except (ImportError, AttributeError):
+        builder = None
+    if builder is not None:
+        try:
+            return str(builder(dict(instance.data)).eval_script)
+        except (KeyError, ValueError) as exc:
+            reason = f"swebench has no spec for it ({type(exc).__name__}: {exc})"
+    else:
+        try:
+            installed = f"swebench {version('swebench')}"
+        except PackageNotFoundError:
+            installed = "swebench (not installed)"
+        reason = f"the installed {installed} builds no eval scripts"
+    raise DataError(
+        f"instance {instance.instance_id} ({instance.repo} {instance.data.get('version', '?')}) "
+        f"has no eval_script and {reason}; use a dataset that carries eval_script (the current "
+        "SWE-bench datasets do), add eval_script or test_cmd to the row, or give the "
+        "repository as a git bundle (bundles_dir=) to grade with a derived pytest script"
+    )
+
+
 def read_instances_file(path: Path) -> list[dict[str, Any]]:
     """Rows of a json / jsonl / parquet file of instances, read by swebench's own loader."""
+    if path.is_dir():
+        inside = sorted(p.name for p in path.iterdir() if p.suffix in SUFFIXES)[:3]
+        example = f" (it holds {', '.join(inside)})" if inside else ""
+        raise DataError(
+            f"dataset={str(path)!r} is a folder; pass the .json, .jsonl or .parquet file of "
+            f"instances itself{example}"
+        )
     if not path.is_file():
         raise DataError(
             f"dataset file {path} does not exist; pass a .json, .jsonl or .parquet file"
@@ -150,14 +219,18 @@ def load_instances(
     dataset: str | Path | None = None, bundles_dir: str | Path | None = None
 ) -> list[SWEInstance]:
     """Instances of ``dataset`` (default: the bundled tasks), sorted by id."""
+    folder = None if bundles_dir is None else Path(bundles_dir)
+    if folder is not None and not folder.is_dir():
+        problem = "is a file, not a folder" if folder.exists() else "does not exist"
+        raise DataError(
+            f"bundles_dir={str(folder)!r} {problem}; pass the folder holding the repositories "
+            "as <owner>__<name>.bundle files (git bundle create FILE --all)"
+        )
     if dataset is None:
         rows = read_bundled_rows()
-        folder: Path | None = TASKS_DIR if bundles_dir is None else Path(bundles_dir)
+        folder = TASKS_DIR if folder is None else folder
     else:
         rows = read_instances_file(Path(dataset))
-        folder = None if bundles_dir is None else Path(bundles_dir)
-        if folder is not None and not folder.is_dir():
-            raise DataError(f"bundles_dir {folder} is not a directory")
     instances = [SWEInstance.from_dict(row, folder) for row in rows]
     seen: set[str] = set()
     for instance in instances:
@@ -184,8 +257,13 @@ def ensure_image(
     if image_exists(name):
         return name
     slug = instance.repo.replace("/", "__")
+    searched = (
+        f"bundles_dir {instance.bundles_dir} has no {slug}.bundle, and "
+        if instance.bundles_dir is not None
+        else ""
+    )
     raise ImageMissingError(
-        f"the image {name} of instance {instance.instance_id} is not present locally. "
+        f"{searched}the image {name} of instance {instance.instance_id} is not present locally. "
         f"Build it where there is network (`python -m swebench.harness.prepare_images "
         f"--instance_ids {instance.instance_id}`), move it here with `docker save {name}` / "
         f"`docker load -i FILE`, or give the repository as a git bundle "

@@ -13,7 +13,12 @@ from typing import Any
 
 from aem_envs.core.errors import DataError
 from aem_envs.core.io import atomic_write_bytes, atomic_write_jsonl
-from aem_envs.swe.evalscript import DEFAULT_EVAL_TYPE, DEFAULT_LOG_PARSER, make_eval_script
+from aem_envs.swe.evalscript import (
+    DEFAULT_EVAL_TYPE,
+    DEFAULT_LOG_PARSER,
+    files_to_run,
+    make_eval_script,
+)
 from aem_envs.swe.instances import BUNDLED_INSTANCES, TASKS_DIR
 from aem_envs.swe.taskgen.spec import InstanceSpec, RepoSpec, load_repos
 
@@ -149,7 +154,9 @@ def build_instance(
         "FAIL_TO_PASS": json.dumps(fail_to_pass),
         "PASS_TO_PASS": json.dumps(pass_to_pass),
         "environment_setup_commit": shas[0],
-        "eval_script": make_eval_script(base_commit, test_patch),
+        "eval_script": make_eval_script(
+            base_commit, test_patch, files_to_run(test_patch, [*fail_to_pass, *pass_to_pass])
+        ),
         "log_parser": DEFAULT_LOG_PARSER,
         "eval_type": DEFAULT_EVAL_TYPE,
     }

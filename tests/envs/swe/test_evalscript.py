@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from aem_envs.swe.evalscript import HEREDOC, make_eval_script, patched_files, pytest_command
+from aem_envs.swe.evalscript import (
+    HEREDOC,
+    files_to_run,
+    instance_test_command,
+    make_eval_script,
+    patched_files,
+)
 
 PATCH = """\
 diff --git a/tests/test_a.py b/tests/test_a.py
@@ -23,8 +29,26 @@ def test_patched_files_in_order():
     assert patched_files(PATCH) == ["tests/test_a.py"]
 
 
-def test_command_runs_touched_python_files_with_report_all():
-    assert pytest_command(PATCH).endswith("-rA -p no:cacheprovider tests/test_a.py")
+def test_script_runs_touched_files_and_every_file_the_test_lists_name():
+    ids = ["tests/test_a.py::test_x", "tests/other.py::test_y[a b]", "test_z (mod.Case)"]
+    files = files_to_run(PATCH, ids)
+    assert files == ["tests/test_a.py", "tests/other.py"]
+    lines = make_eval_script("abc", PATCH, files).splitlines()
+    assert 'for f in tests/test_a.py tests/other.py; do if [ -e "$f" ]' in "\n".join(lines)
+    run = lines[lines.index(": '>>>>> Start Test Output'") + 1]
+    assert run == 'python3 -m pytest -rA -p no:cacheprovider "${aem_test_files[@]}"'
+
+
+def test_an_instance_test_command_replaces_pytest():
+    assert instance_test_command({"install_config": '{"test_cmd": "pytest -x -rA"}'}) == (
+        "pytest -x -rA"
+    )
+    assert instance_test_command({"test_cmd": ["make setup", "pytest -rA"]}) == (
+        "make setup && pytest -rA"
+    )
+    assert instance_test_command({}) is None
+    script = make_eval_script("abc", PATCH, test_command="tox -e py --")
+    assert 'tox -e py -- "${aem_test_files[@]}"' in script
 
 
 def test_script_has_markers_and_resets_before_and_after():

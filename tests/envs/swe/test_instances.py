@@ -92,12 +92,43 @@ def test_missing_dataset_file_is_one_clear_error(tmp_path: Path):
         load_instances(tmp_path / "absent.jsonl")
 
 
+def test_dataset_folder_says_to_pass_the_file_inside(tmp_path: Path):
+    (tmp_path / "test.jsonl").write_text("")
+    with pytest.raises(DataError) as caught:
+        load_instances(tmp_path)
+    message = str(caught.value)
+    assert "is a folder" in message and "test.jsonl" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("dataset", [None, "rows.jsonl"])
+def test_missing_bundles_dir_is_refused_at_once(tmp_path: Path, dataset):
+    path = None if dataset is None else tmp_path / dataset
+    if path is not None:
+        path.write_text(json.dumps(read_bundled_rows()[0]) + "\n")
+    with pytest.raises(DataError) as caught:
+        load_instances(path, tmp_path / "absent")
+    message = str(caught.value)
+    assert "does not exist" in message and "<owner>__<name>.bundle" in message
+    assert "\n" not in message
+
+
+def test_real_row_without_eval_script_stops_with_one_line():
+    row = dict(read_bundled_rows()[0], instance_id="django__django-11099", repo="django/django")
+    row.pop("eval_script")
+    instance = SWEInstance.from_dict(row, None)
+    with pytest.raises(DataError) as caught:
+        _ = instance.eval_script
+    message = str(caught.value)
+    assert "django__django-11099" in message and "no eval_script" in message
+    assert "bundles_dir" in message and "\n" not in message
+
+
 def test_eval_script_is_derived_when_absent():
     row = dict(read_bundled_rows()[0])
     shipped = row.pop("eval_script")
     for key in ("log_parser", "eval_type"):
         row.pop(key)
-    instance = SWEInstance.from_dict(row, None)
+    instance = SWEInstance.from_dict(row, TASKS_DIR)
     assert instance.eval_script == shipped
     assert instance.spec_fields("img")["log_parser"] == "parse_log_pytest_v2"
 

@@ -56,8 +56,7 @@ Forward = Callable[[torch.Tensor, torch.Tensor, int], tuple[torch.Tensor, torch.
 class StepRows:
     """The step rows of one process, before they become TRL's batch.
 
-    ``episode`` is each row's local episode index (−1 for padding rows), ``turn`` its turn
-    within the episode.
+    ``episode`` is each row's local episode index (−1 for padding rows).
     """
 
     prompt_ids: torch.Tensor
@@ -67,7 +66,6 @@ class StepRows:
     logprobs: torch.Tensor
     entropies: torch.Tensor | None
     episode: torch.Tensor
-    turn: torch.Tensor
 
     @property
     def real(self) -> torch.Tensor:
@@ -99,7 +97,6 @@ def collect_steps(steps: Sequence[Sequence[dict[str, Any]]], pad_id: int, *, row
         logprobs=logprobs,
         entropies=entropies if with_entropies else None,
         episode=torch.tensor([b for b, _, _ in flat], dtype=torch.long),
-        turn=torch.tensor([t for _, t, _ in flat], dtype=torch.long),
     )
 
 

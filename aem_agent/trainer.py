@@ -316,13 +316,8 @@ class AEMGRPOTrainer(GRPOTrainer):
         index = rows.episode.clamp(min=0).to(device)
         real = rows.real.to(device)
         batch = {key: value for key, value in out.items() if key not in steps.PER_TOKEN_KEYS}
-        for key, value in steps.per_episode(out, n_episodes).items():
-            picked = value[index]
-            batch[key] = (
-                picked * real.view(-1, *[1] * (picked.dim() - 1))
-                if key == ("advantages")
-                else picked
-            )
+        batch.update({k: v[index] for k, v in steps.per_episode(out, n_episodes).items()})
+        batch["advantages"] = batch["advantages"] * real  # padding rows carry nothing
         for key in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
             batch[key] = getattr(rows, key).to(device)
         mask = rows.completion_mask.float()

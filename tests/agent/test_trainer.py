@@ -280,7 +280,6 @@ def _rows_of(out: dict):
         logprobs=torch.zeros(out["completion_ids"].shape),
         entropies=None,
         episode=torch.zeros(n, dtype=torch.long),
-        turn=torch.zeros(n, dtype=torch.long),
     )
 
 

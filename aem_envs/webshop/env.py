@@ -23,8 +23,14 @@ reward in [0, 1]; ``won`` ⇔ reward = 1; after ``buy now`` ``info`` also carrie
 the ``options`` and the ``reward_breakdown``. Episodes end after 15 steps by default.
 
 Splits are the catalog's (paper-style: ``test`` = first 500 shuffled goals, ``eval`` = next
-1000, ``train`` = the rest); ``reset`` without options draws from ``test``. ``task_type`` is
+1000, ``train`` = the rest); ``reset`` without options draws from ``train``, as every env does
+(a catalog under 1,500 goals has none: pass ``options={"split": "test"}``). ``task_type`` is
 the goal's category (beauty, food, fashion, furniture, electronics).
+
+The reward's ``title_score`` tags nouns with ``noun_tagger=``: ``"lexicon"`` (default, built
+in), ``"spacy"`` / ``"spacy:<model>"`` (the original's tagging, when the user has installed
+spaCy and ``en_core_web_sm``) or any object with a ``nouns(text)`` method
+(:mod:`aem_envs.webshop.nouns`).
 
 Data: the bundled generated catalog, or ``catalog=`` (a :class:`Catalog`), or ``data_dir=``
 (a folder of the original JSON files, see :func:`aem_envs.webshop.data.load_original`).
@@ -42,6 +48,7 @@ from typing import Any, ClassVar
 from aem_envs.core.base import Outcome, Task, TextEnv
 from aem_envs.core.errors import AEMError
 from aem_envs.webshop.catalog import Catalog, Goal
+from aem_envs.webshop.nouns import NounTagger, noun_tagger_factory
 from aem_envs.webshop.site.app import Site, normalize_query
 from aem_envs.webshop.site.page import Clickable, PageView, parse_html
 
@@ -135,11 +142,21 @@ class WebShopEnv(TextEnv):
         observation_mode: str = "text",
         catalog: Catalog | None = None,
         data_dir: str | Path | None = None,
+        noun_tagger: str | NounTagger = "lexicon",
         reward_scheme: Any = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
     ) -> None:
         super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
+        if isinstance(noun_tagger, str):
+            self._noun_tagger = noun_tagger_factory(noun_tagger)
+        elif isinstance(noun_tagger, NounTagger):
+            self._noun_tagger = lambda: noun_tagger
+        else:
+            raise AEMError(
+                f"noun_tagger={noun_tagger!r:.60} is neither a name ('lexicon', 'spacy', "
+                "'spacy:<model>') nor an object with a nouns(text) method"
+            )
         if observation_mode not in OBSERVATION_MODES:
             raise AEMError(
                 f"observation_mode={observation_mode!r} is not supported; "
@@ -172,7 +189,7 @@ class WebShopEnv(TextEnv):
     @property
     def site(self) -> Site:
         if self._site is None:
-            self._site = Site(self.catalog)
+            self._site = Site(self.catalog, self._noun_tagger)
         return self._site
 
     @property

@@ -42,23 +42,17 @@ def test_missing_optional_dependency_names_the_extra() -> None:
 
 
 def test_play_expert_policy_wins(capsys) -> None:
-    import gymnasium as gym
+    from tests.fixtures.corridor import FIXTURE_ID, register_fixture
 
-    from tests.fixtures.corridor import FIXTURE_ID
-
-    if FIXTURE_ID not in gym.registry:
-        gym.register(FIXTURE_ID, entry_point="tests.fixtures.corridor:CorridorEnv")
+    register_fixture()
     assert main(["play", FIXTURE_ID, "--policy", "expert", "--seed", "4", "--quiet"]) == 0
     assert "won=True score=1.000 return=10.00" in capsys.readouterr().out
 
 
 def test_play_reads_actions_from_a_person(monkeypatch, capsys) -> None:
-    import gymnasium as gym
+    from tests.fixtures.corridor import FIXTURE_ID, register_fixture
 
-    from tests.fixtures.corridor import FIXTURE_ID
-
-    if FIXTURE_ID not in gym.registry:
-        gym.register(FIXTURE_ID, entry_point="tests.fixtures.corridor:CorridorEnv")
+    register_fixture()
     answers = iter(["look", "go east"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
     assert main(["play", FIXTURE_ID, "--max-steps", "2"]) == 0

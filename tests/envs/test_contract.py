@@ -20,8 +20,8 @@ from aem_cli.envs import task_listing
 from aem_envs.core.base import INFO_KEYS
 from aem_envs.core.errors import ArgumentError, EnvClosedError
 from aem_envs.policies import ExpertPolicy, RandomPolicy
-from aem_envs.registration import entry, landed_entries, register_text_env
-from tests.fixtures.corridor import FIXTURE_ID
+from aem_envs.registration import entry, landed_entries
+from tests.fixtures.corridor import FIXTURE_ID, register_fixture
 
 ENV_PARAMS = [pytest.param(FIXTURE_ID, id=FIXTURE_ID)] + [
     pytest.param(
@@ -36,7 +36,7 @@ ROLLOUT_STEPS = 4
 
 @pytest.fixture(scope="session", autouse=True)
 def _register_fixture_env() -> None:
-    register_text_env(FIXTURE_ID, "tests.fixtures.corridor:CorridorEnv")
+    register_fixture()
 
 
 def _make(env_id: str, **kwargs) -> gym.Env:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 
 from aem_envs.core.errors import require
 from aem_envs.webshop.catalog import Catalog, Goal, Product
+from aem_envs.webshop.nouns import NounTagger
 from aem_envs.webshop.search import TOP_K, SearchEngine, engine_for
 
 #: Products per results page (the original's ``PRODUCT_WINDOW``).
@@ -124,10 +125,18 @@ def _templates() -> Any:
 
 
 class Site:
-    """The shopping site over one catalog; sessions are opened by the env that owns them."""
+    """The shopping site over one catalog; sessions are opened by the env that owns them.
 
-    def __init__(self, catalog: Catalog) -> None:
+    ``noun_tagger`` builds the tagger the reward's ``title_score`` uses (default: the lexicon
+    tagger); it is called on the first purchase, so an optional spaCy loads only if needed.
+    """
+
+    def __init__(
+        self, catalog: Catalog, noun_tagger: Callable[[], NounTagger] | None = None
+    ) -> None:
         self.catalog = catalog
+        self._tagger_factory = noun_tagger
+        self._tagger: NounTagger | None = None
         self.sessions: dict[str, Session] = {}
         self._engine: SearchEngine | None = None
 
@@ -150,7 +159,9 @@ class Site:
         require("webshop", "rapidfuzz", feature="The WebShop reward")
         from aem_envs.webshop.reward import get_reward
 
-        return get_reward(product, goal, product.price, options)
+        if self._tagger is None and self._tagger_factory is not None:
+            self._tagger = self._tagger_factory()
+        return get_reward(product, goal, product.price, options, noun_tagger=self._tagger)
 
     # -------------------------------------------------------------------------- routing
     @staticmethod

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import gymnasium as gym
 import pytest
 
-from aem_envs.core.errors import AEMError
+from aem_envs.core.errors import AEMError, MissingDependencyError
 from aem_envs.webshop import search
 from aem_envs.webshop.catalog import Catalog
 from aem_envs.webshop.env import SEARCH_TEMPLATE, WebShopEnv, parse_action
 from aem_envs.webshop.generate import generate_catalog, write_catalog
+
+#: The fixture catalog's 30 goals all fall in ``test`` (the first 500 goals, as in WebShop).
+TEST_SPLIT = {"split": "test"}
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +36,7 @@ def test_gym_make_uses_the_bundled_catalog() -> None:
         obs, info = env.reset(seed=0)
         base = env.unwrapped
         assert base.catalog.source == "bundled"
-        assert info["task_id"] in base.task_ids("test")
+        assert info["task_id"] in base.task_ids("train")  # the default split
         assert info["task_type"] == base.catalog.goals_by_id[info["task_id"]].category
         assert obs.startswith("WebShop [SEP] Instruction:") and info["instruction"] in obs
         assert info["admissible_actions"] == [SEARCH_TEMPLATE]
@@ -41,7 +46,7 @@ def test_gym_make_uses_the_bundled_catalog() -> None:
 
 def test_page_flow(catalog: Catalog) -> None:
     env = _env(catalog, observation_mode="text_rich")
-    env.reset(seed=0)
+    env.reset(seed=0, options=TEST_SPLIT)
     obs, _, _, _, info = env.step(f"search[{_broad_query(catalog)}]")
     assert "Page 1 (Total results: 50)" in obs
     assert "click[next >]" in info["admissible_actions"]
@@ -71,7 +76,7 @@ def test_observation_modes_show_the_same_page(catalog: Catalog) -> None:
     observations = {}
     for mode in ("text", "text_rich", "html", "url"):
         env = _env(catalog, observation_mode=mode)
-        env.reset(seed=2)
+        env.reset(seed=2, options=TEST_SPLIT)
         observations[mode], *_ = env.step("search[shampoo]")
     assert " [SEP] Back to Search [SEP] Page 1 " in observations["text"]
     assert "[button] Back to Search [button_]" in observations["text_rich"]
@@ -94,7 +99,7 @@ def test_observation_modes_show_the_same_page(catalog: Catalog) -> None:
 )
 def test_invalid_actions_change_nothing(catalog: Catalog, action: str, reason: str) -> None:
     env = _env(catalog)
-    first, _ = env.reset(seed=4)
+    first, _ = env.reset(seed=4, options=TEST_SPLIT)
     obs, reward, terminated, _, info = env.step(action)
     assert obs.startswith("Invalid action:") and reason in obs and obs.endswith(first)
     assert info["action_valid"] is False and reward < 0 and not terminated
@@ -102,7 +107,7 @@ def test_invalid_actions_change_nothing(catalog: Catalog, action: str, reason: s
 
 def test_search_needs_a_search_bar(catalog: Catalog) -> None:
     env = _env(catalog)
-    env.reset(seed=4)
+    env.reset(seed=4, options=TEST_SPLIT)
     results, *_ = env.step("search[shampoo]")
     obs, *_, info = env.step("search[soap]")
     assert "no search bar" in obs and obs.endswith(results) and not info["action_valid"]
@@ -110,7 +115,7 @@ def test_search_needs_a_search_bar(catalog: Catalog) -> None:
 
 def test_buying_ends_with_the_webshop_reward(catalog: Catalog) -> None:
     env = _env(catalog)
-    env.reset(seed=0)
+    env.reset(seed=0, options=TEST_SPLIT)
     goal = env.catalog.goals_by_id[env.task.task_id]
     wrong = next(p for p in catalog.products if p.category != goal.category)
     env.step(f"search[{wrong.name}]")
@@ -124,12 +129,47 @@ def test_buying_ends_with_the_webshop_reward(catalog: Catalog) -> None:
 
 def test_expert_episode_is_won_with_reward_one(catalog: Catalog) -> None:
     env = _env(catalog)
-    env.reset(seed=1)
+    env.reset(seed=1, options=TEST_SPLIT)
     for _ in range(env.max_steps):
         _, reward, terminated, truncated, info = env.step(env.expert_action())
         if terminated or truncated:
             break
     assert terminated and info["won"] and info["score"] == 1.0 and reward > 0
+
+
+class _NoSharedNouns:
+    """A noun tagger under which no two names share a noun: every title score is 0."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def nouns(self, text: str) -> list[str]:
+        self.calls.append(text)
+        return [f"noun-{len(self.calls)}"]
+
+
+def test_noun_tagger_argument_reaches_the_reward(catalog: Catalog) -> None:
+    tagger = _NoSharedNouns()
+    env = _env(catalog, noun_tagger=tagger)
+    env.reset(seed=1, options=TEST_SPLIT)
+    for _ in range(env.max_steps):
+        _, _, terminated, _, info = env.step(env.expert_action())
+        if terminated:
+            break
+    # The expert buys the right product (score 1 with the default tagger, above); with
+    # this tagger its title score is 0, so r_type and the whole reward are 0.
+    assert env.task.task_id and env.catalog.goals_by_id[env.task.task_id].name in tagger.calls
+    assert info["reward_breakdown"]["title_score"] == 0.0 and info["score"] == 0.0
+
+
+def test_noun_tagger_names_are_checked_when_the_env_is_made() -> None:
+    with pytest.raises(AEMError, match=r"unknown noun tagger 'nltk'.*'lexicon'"):
+        WebShopEnv(noun_tagger="nltk")
+    with pytest.raises(AEMError, match="neither a name"):
+        WebShopEnv(noun_tagger=3)
+    if importlib.util.find_spec("spacy") is None:
+        with pytest.raises(MissingDependencyError, match=r"pip install 'aem\[spacy\]'"):
+            WebShopEnv(noun_tagger="spacy")
 
 
 def test_parse_action() -> None:

@@ -1,4 +1,6 @@
-"""ALFWorld (Shridhar et al. 2021) on the real alfworld/textworld engine, with bundled games.
+"""ALFWorld (Shridhar et al. 2021) with bundled games: by default on a native re-implementation
+of its engine (checked step for step against the real one), or on the real alfworld/textworld
+engine with ``engine="upstream"``.
 
 Modules, from data to environment:
 

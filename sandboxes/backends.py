@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from functools import cache
 
 from .base import Limits, Sandbox, SandboxError
+from .namespaces import bwrap_unavailable_reason
 
 BACKENDS = ("auto", "docker", "bwrap")
 _announced: set[str] = set()
@@ -32,12 +32,6 @@ def docker_unavailable_reason() -> str | None:
         return f"no Docker engine answers ({type(exc).__name__}: {exc})"
     finally:
         client.close()
-    return None
-
-
-def bwrap_unavailable_reason() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (apt-get install bubblewrap)"
     return None
 
 

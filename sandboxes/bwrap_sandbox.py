@@ -39,6 +39,7 @@ from .base import (
     SandboxError,
     SandboxFileError,
 )
+from .namespaces import namespace_flags
 from .output import BoundedBuffer, OutputCollector
 from .owner import current_owner
 
@@ -165,13 +166,7 @@ class BwrapSandbox(Sandbox):
 
     def _argv(self, workdir: str, command: list[str]) -> list[str]:
         assert self._bwrap is not None
-        argv = [self._bwrap]
-        if self._as_nobody:
-            argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
-            argv += ["--unshare-cgroup-try", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        else:
-            argv += ["--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
-            argv += ["--disable-userns"]
+        argv = [self._bwrap, *namespace_flags(self._as_nobody)]
         argv += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
         argv += ["--ro-bind", str(self.rootfs), "/"]
         for inside, name in self._writable().items():

@@ -1,7 +1,8 @@
-"""Shared test settings and the rule for tests that need Docker or a browser.
+"""Shared test settings and the rule for tests that need Docker, bubblewrap or a browser.
 
-Such tests skip on a developer machine that lacks the engine or browser, but in CI
-(``CI`` set, as ``.ci/run`` runs) a missing dependency is a failure, never a skip.
+Such tests skip on a developer machine that lacks the engine or browser, or where bubblewrap
+cannot create namespaces (an unprivileged container), but in CI (``CI`` set, as ``.ci/run``
+runs) a missing dependency is a failure, never a skip.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def _browser_available() -> str | None:
     return None
 
 
+def _bwrap_available() -> str | None:
+    from sandboxes.namespaces import bwrap_unavailable_reason
+
+    return bwrap_unavailable_reason()
+
+
 def _need(reason: str | None) -> None:
     if reason is None:
         return
@@ -52,14 +59,23 @@ def docker_engine() -> None:
 
 
 @pytest.fixture(scope="session")
+def bubblewrap() -> None:
+    """Use in tests that run bubblewrap sandboxes (probed once: it may be installed but
+    refused namespaces)."""
+    _need(_bwrap_available())
+
+
+@pytest.fixture(scope="session")
 def browser() -> None:
     """Use in tests that need Debian's chromium and chromedriver."""
     _need(_browser_available())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers ``docker`` and ``browser`` pull in the matching fixture automatically."""
+    """Markers ``docker``, ``bwrap`` and ``browser`` pull in the matching fixture."""
+    needs = (("docker", "docker_engine"), ("bwrap", "bubblewrap"), ("browser", "browser"))
     for item in items:
-        for marker, fixture in (("docker", "docker_engine"), ("browser", "browser")):
+        for marker, fixture in needs:
             if item.get_closest_marker(marker) and fixture not in item.fixturenames:
-                item.fixturenames.append(fixture)
+                # First, so that the skip comes before any other fixture tries to use it.
+                item.fixturenames.insert(0, fixture)

@@ -6,7 +6,6 @@ The base image is built on first use (debootstrap, ~1-3 min); CI builds it ahead
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,9 +67,7 @@ def instance_image(base_image: str, repo_bundle: tuple[Path, str]) -> str:
 
 
 @pytest.fixture(scope="session")
-def base_rootfs() -> Path:
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed")
+def base_rootfs(bubblewrap: None) -> Path:
     from sandboxes import ensure_base_rootfs
 
     return ensure_base_rootfs()
@@ -87,7 +84,12 @@ def bwrap_instance_image(base_rootfs: Path, repo_bundle: tuple[Path, str]) -> st
         return ensure_instance_image(bundle, commit, progress=None)
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "bwrap"])
+@pytest.fixture(
+    params=[
+        pytest.param("docker", marks=pytest.mark.docker),
+        pytest.param("bwrap", marks=pytest.mark.bwrap),
+    ]
+)
 def backend(request: pytest.FixtureRequest) -> str:
     if request.param == "docker":
         request.getfixturevalue("docker_engine")

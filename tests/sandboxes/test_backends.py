@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
-from sandboxes import SandboxError, backends, open_sandbox, resolve_backend
+from sandboxes import SandboxError, backends, namespaces, open_sandbox, resolve_backend
 
 
 def test_unknown_backend_is_one_clear_error() -> None:
@@ -45,3 +48,50 @@ def test_the_backend_in_use_is_announced_once(
 def test_a_missing_image_says_how_to_get_it(docker_engine: None) -> None:
     with pytest.raises(SandboxError, match=r"not present locally.*aem sandbox build"):
         open_sandbox("aem-sandbox/instance:doesnotexist", backend="docker")
+
+
+def _fake_bwrap(folder: Path, script: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Put a ``bwrap`` running ``script`` first on PATH and forget earlier probes."""
+    fake = folder / "bwrap"
+    fake.write_text("#!/bin/sh\n" + script + "\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    namespaces.bwrap_unavailable_reason.cache_clear()
+
+
+def test_bubblewrap_refused_namespaces_is_one_line_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As inside an unprivileged container: installed, but namespaces are refused."""
+    _fake_bwrap(
+        tmp_path,
+        'echo "bwrap: Creating new namespace failed: Operation not permitted" >&2; exit 1',
+        monkeypatch,
+    )
+    try:
+        reason = namespaces.bwrap_unavailable_reason()
+        assert reason is not None and "\n" not in reason
+        assert "Creating new namespace failed: Operation not permitted" in reason
+        assert "--privileged" in reason and "use Docker" in reason
+        monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+        monkeypatch.setattr(
+            backends, "bwrap_unavailable_reason", namespaces.bwrap_unavailable_reason
+        )
+        with pytest.raises(
+            SandboxError, match=r"no engine \(test\); bubblewrap: bubblewrap cannot"
+        ):
+            resolve_backend("auto")
+    finally:
+        namespaces.bwrap_unavailable_reason.cache_clear()
+
+
+def test_bubblewrap_probe_passes_where_the_sandbox_flags_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe asks for the sandbox's own namespace flags (a fake bwrap checks them)."""
+    flags = " ".join(namespaces.namespace_flags(os.geteuid() == 0))
+    _fake_bwrap(tmp_path, f'case "$*" in *"{flags}"*) exit 0;; esac; exit 1', monkeypatch)
+    try:
+        assert namespaces.bwrap_unavailable_reason() is None
+    finally:
+        namespaces.bwrap_unavailable_reason.cache_clear()

@@ -46,7 +46,7 @@ def test_expert_resolves_through_the_env_actions(env, task_id):
     assert env._sandbox is None  # the agent's container is gone once the episode ends
 
 
-@pytest.mark.skipif(not Path("/usr/bin/bwrap").exists(), reason="bubblewrap is not installed")
+@pytest.mark.bwrap
 def test_expert_resolves_on_the_bubblewrap_backend():
     """Hosts without a Docker engine run the same task in bubblewrap over a built rootfs."""
     environment = SWEEnv(max_steps=10, backend="bwrap")

@@ -1,4 +1,4 @@
-"""Grading a patch exactly as swebench's harness does, in about a second.
+"""Grading a patch as swebench's harness does, in about a second, and harder to game.
 
 The steps mirror ``swebench.harness.run_evaluation.run_instance``: a fresh container from the
 pristine instance image, the model patch applied with swebench's own chain of ``git apply``
@@ -7,7 +7,10 @@ and runs the tests) from ``make_test_spec``, then ``get_eval_report`` with the i
 parser. What differs is the plumbing: the in-container steps run as one script in one
 ``exec`` instead of one engine round trip each, the container is removed with a kill instead
 of swebench's ``docker stop`` with a 15 s grace period, and nothing is written under
-``logs/``.
+``logs/``. What differs in substance is reward integrity (:mod:`aem_envs.swe.integrity`):
+the test infrastructure a patch changed is restored before the tests run, patches naming
+paths outside the repository or in ``.git`` are refused, and the log parser reads only the
+harness's part of the log.
 
 swebench is imported lazily: importing ``swebench.harness`` takes seconds and pulls in
 ``datasets``; constructing an environment must not pay for it.
@@ -16,6 +19,7 @@ swebench is imported lazily: importing ``swebench.harness`` takes seconds and pu
 from __future__ import annotations
 
 import base64
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -25,11 +29,18 @@ from typing import Any
 
 from aem_envs.core.errors import require
 from aem_envs.swe.instances import SWEInstance
+from aem_envs.swe.integrity import (
+    PROTECTED_PATHS,
+    RESTORE_SCRIPT,
+    harness_log,
+    refused_paths,
+    spec_test_paths,
+)
 
-#: Where the model patch and the eval script go inside the evaluation container: not /tmp,
-#: which the Docker backend mounts as a tmpfs that ``put_archive`` cannot write into.
-PATCH_PATH = "/var/tmp/aem-patch.diff"
-EVAL_PATH = "/var/tmp/aem-eval.sh"
+#: Where the grading files go inside the evaluation container: a fresh directory made there
+#: (``mktemp``), not under /tmp, which the Docker backend mounts as a tmpfs that
+#: ``put_archive`` cannot write into, and not a fixed name a patch could aim at.
+WORK_TEMPLATE = "/var/tmp/aem-grade.XXXXXXXX"
 RUNNER_PATH = "/var/tmp/aem-evaluate.sh"
 #: Scripts up to this size travel inside the exec call itself (one argument of ``bash -c``,
 #: well under Linux's 128 KiB per-argument limit), saving the upload's round trips.
@@ -72,8 +83,14 @@ def make_test_spec(instance: SWEInstance, image: str) -> Any:
 
 
 def grade_log(instance: SWEInstance, test_spec: Any, patch: str | None, log: str) -> Grade:
-    """Grade an evaluation log with swebench's ``get_eval_report``."""
+    """Grade an evaluation log with swebench's ``get_eval_report``.
+
+    swebench reads only :func:`~aem_envs.swe.integrity.harness_log`'s part of ``log``: the
+    marked test region (cut after pytest's summary for pytest parsers) and the harness's own
+    marker lines; ``Grade.log`` keeps the whole log for reading.
+    """
     _, grading, constants, _ = swebench_modules()
+    pytest_output = str(test_spec.log_parser).startswith("parse_log_pytest")
     prediction = {
         "instance_id": instance.instance_id,
         "model_name_or_path": "aem",
@@ -81,7 +98,7 @@ def grade_log(instance: SWEInstance, test_spec: Any, patch: str | None, log: str
     }
     with tempfile.TemporaryDirectory(prefix="aem-swe-log-") as tmp:
         log_path = Path(tmp) / "test_output.txt"
-        log_path.write_text(log, encoding="utf-8")
+        log_path.write_text(harness_log(log, pytest_output=pytest_output), encoding="utf-8")
         report = grading.get_eval_report(
             test_spec=test_spec,
             prediction=prediction,
@@ -105,47 +122,68 @@ def score_of(report: dict[str, Any], constants: ModuleType) -> float:
     return len(f2p["success"]) / total if total else 0.0
 
 
-def evaluation_script(test_spec: Any, patch: str) -> str:
-    """One bash script doing all of ``run_instance``'s work inside the container.
+def _upload(path: str, content: str | bytes) -> list[str]:
+    """Bash lines writing ``content`` to ``path`` (base64, so no content can end a heredoc)."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    encoded = base64.b64encode(data).decode("ascii")
+    return [f"base64 -d > {path} <<'EOF_AEM_BASE64'", encoded, "EOF_AEM_BASE64"]
 
-    It writes the model patch and the eval script (base64, so no content can end a heredoc),
-    tries swebench's ``GIT_APPLY_CMDS`` in order — restoring a pristine tree between
-    attempts, as ``run_instance`` does — then checks whether the patch is already applied,
-    and runs the eval script. It prints the markers ``run_instance`` writes into its logs
-    (``>>>>> Applied Patch``, ``>>>>> Patch Apply Failed``), so ``get_logs_eval`` draws the
-    same conclusions. Why one script: every round trip to the engine costs a ``docker exec``;
-    one upload and one exec keep an evaluation near a second. An empty patch is not applied
-    (``git apply`` rejects empty input); the tests then run on the pristine tree.
+
+def evaluation_script(instance: SWEInstance, test_spec: Any, patch: str) -> str:
+    """One bash script doing all of ``run_instance``'s work inside the container, and more.
+
+    It lists the pristine image's untracked files, writes the model patch, tries swebench's
+    ``GIT_APPLY_CMDS`` in order — restoring a pristine tree between attempts, as
+    ``run_instance`` does — then checks whether the patch is already applied. It prints the
+    markers ``run_instance`` writes into its logs (``>>>>> Applied Patch``,
+    ``>>>>> Patch Apply Failed``), so ``get_logs_eval`` draws the same conclusions. Then,
+    unlike swebench, it runs ``restore.sh``: the changed paths that belong to the test
+    infrastructure go back to the base commit (see :mod:`aem_envs.swe.integrity`). Only then
+    is the eval script written (so the patch never saw it) and run. Why one script: every
+    round trip to the engine costs a ``docker exec``; one upload and one exec keep an
+    evaluation near a second. An empty patch is not applied (``git apply`` rejects empty
+    input); the tests then run on the pristine tree.
     """
     _, _, constants, run_eval = swebench_modules()
-
-    def upload(path: str, text: str) -> list[str]:
-        encoded = base64.b64encode(text.encode("utf-8")).decode("ascii")
-        return [f"base64 -d > {path} <<'EOF_AEM_BASE64'", encoded, "EOF_AEM_BASE64"]
-
-    lines = ["#!/bin/bash", *upload(EVAL_PATH, test_spec.eval_script)]
+    base = shlex.quote(str(instance.data["base_commit"]))
+    spec = "\0".join(spec_test_paths(str(instance.data["test_patch"]), instance.test_ids))
+    lines = [
+        "#!/bin/bash",
+        f"work=$(mktemp -d {WORK_TEMPLATE}) || exit 1",
+        'git ls-files --others -z > "$work/pristine"',
+        *_upload('"$work/restore.sh"', RESTORE_SCRIPT.read_text()),
+        *_upload('"$work/spec"', spec),
+    ]
     if patch.strip():
-        lines += upload(PATCH_PATH, patch if patch.endswith("\n") else patch + "\n")
+        lines += _upload('"$work/patch.diff"', patch if patch.endswith("\n") else patch + "\n")
         lines.append("applied=0")
         for attempt, command in enumerate(run_eval.GIT_APPLY_CMDS):
             reset = "git checkout -- . ; git clean -fdq; " if attempt else ""
             lines.append(
-                f"if [ $applied = 0 ]; then {reset}if {command} {PATCH_PATH}; then applied=1; "
-                f'echo "{constants.APPLY_PATCH_PASS}"; fi; fi'
+                f'if [ $applied = 0 ]; then {reset}if {command} "$work/patch.diff"; then '
+                f'applied=1; echo "{constants.APPLY_PATCH_PASS}"; fi; fi'
             )
         lines += [
-            f"if [ $applied = 0 ] && git apply --check --reverse {PATCH_PATH}; then applied=1; "
-            f'echo "{constants.APPLY_PATCH_PASS}: verified already applied"; fi',
+            'if [ $applied = 0 ] && git apply --check --reverse "$work/patch.diff"; then '
+            f'applied=1; echo "{constants.APPLY_PATCH_PASS}: verified already applied"; fi',
             f'if [ $applied = 0 ]; then echo "{constants.APPLY_PATCH_FAIL}"; exit 1; fi',
         ]
-    lines.append(f"exec /bin/bash {EVAL_PATH}")
+    lines += [
+        f'bash "$work/restore.sh" {base} "$work/pristine" "$work/spec" '
+        f"{shlex.quote(PROTECTED_PATHS)} || "
+        f'{{ echo "{constants.RESET_FAILED}: the test files could not be restored"; exit 1; }}',
+        *_upload('"$work/eval.sh"', test_spec.eval_script),
+        'exec /bin/bash "$work/eval.sh"',
+    ]
     return "\n".join(lines) + "\n"
 
 
-def run_evaluation(sandbox: Any, test_spec: Any, patch: str, timeout: float) -> str:
+def run_evaluation(
+    sandbox: Any, instance: SWEInstance, test_spec: Any, patch: str, timeout: float
+) -> str:
     """Apply ``patch`` and run the eval script in ``sandbox``; return the log swebench reads."""
     _, _, constants, _ = swebench_modules()
-    script = evaluation_script(test_spec, patch)
+    script = evaluation_script(instance, test_spec, patch)
     if len(script) <= INLINE_SCRIPT_CHARS:
         result = sandbox.exec(script, timeout)
     else:
@@ -167,10 +205,18 @@ def evaluate(
     """Grade ``patch`` on ``instance`` in a fresh sandbox from ``image``; the sandbox is removed."""
     from sandboxes import Limits, open_sandbox
 
+    _, _, constants, _ = swebench_modules()
     start = time.perf_counter()
     test_spec = make_test_spec(instance, image)
-    limits = Limits(output_chars=LOG_CHARS, command_timeout=timeout)
-    with open_sandbox(image, backend=backend, limits=limits) as sandbox:
-        log = run_evaluation(sandbox, test_spec, patch, timeout)
+    refused = refused_paths(patch)
+    if refused:
+        log = (
+            f"{constants.APPLY_PATCH_FAIL}: the patch names paths outside the repository or "
+            f"inside .git: {', '.join(refused)}\n"
+        )
+    else:
+        limits = Limits(output_chars=LOG_CHARS, command_timeout=timeout)
+        with open_sandbox(image, backend=backend, limits=limits) as sandbox:
+            log = run_evaluation(sandbox, instance, test_spec, patch, timeout)
     grade = grade_log(instance, test_spec, patch, log)
     return Grade(grade.resolved, grade.score, grade.report, log, time.perf_counter() - start)

@@ -21,6 +21,7 @@ def _log(statuses: dict[str, str], exit_code: int) -> str:
             ">>>>> Applied Patch:",
             "+ : '>>>>> Start Test Output'",
             *lines,
+            "============================== 1 passed in 0.01s ==============================",
             f"+ SWEBENCH_TEST_EXIT_CODE={exit_code}",
             "+ : '>>>>> End Test Output'",
             f">>>>> Test Exit Code: {exit_code}",

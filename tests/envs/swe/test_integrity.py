@@ -190,12 +190,17 @@ def test_attack_grades_unresolved_and_gold_still_resolves(env: SWEEnv, attack: s
 
 
 def test_the_fix_is_not_in_git_history(env: SWEEnv) -> None:
+    """The image holds the base commit and only objects it reaches: no refs, reflog, dangling."""
     env.reset(options={"task_id": TASK})
     for probe in ("git rev-list --all", "git log --all --oneline --reflog"):
         obs, *_ = env.step(f"bash: {probe} | wc -l")
         assert obs.split("\n", 1)[1].strip() == "1"
     obs, *_ = env.step("bash: git fsck --lost-found --unreachable 2>&1 | grep -c . ; true")
     assert obs.split("\n", 1)[1].strip() == "0"
+    every = "git cat-file --batch-all-objects --batch-check='%(objectname)' | sort"
+    reachable = "git rev-list --objects HEAD | cut -d' ' -f1 | sort"
+    obs, *_ = env.step(f"bash: diff <({every}) <({reachable}) && git rev-parse HEAD")
+    assert obs.split("\n", 1)[1].strip() == INSTANCE.data["base_commit"], obs
     obs, *_ = env.step("bash: git cat-file --batch-all-objects --batch | grep -c 'P<weeks>'; true")
     assert obs.split("\n", 1)[1].strip() == "0"
     obs, _, _, _, info = env.step("bash: git checkout main -- durparse/duration.py")

@@ -37,7 +37,7 @@ from aem_envs.webshop.site.server import SiteServer
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-#: Flags that work as root and offline (see TOOLCHAIN.md); a fresh profile is added per env.
+#: Flags that work as root and offline (see docs/toolchain.md); a fresh profile is added per env.
 CHROMIUM_FLAGS = (
     "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",

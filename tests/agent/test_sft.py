@@ -36,6 +36,7 @@ def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettin
         max_turn_tokens=16,
         reply_prefix="<action>",
         batch_size=8,
+        gradient_accumulation_steps=1,
         save_steps=1000,
         logging_steps=1,
         torch_threads=1,

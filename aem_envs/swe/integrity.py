@@ -53,7 +53,8 @@ PROTECTED_PATHS = (
 )
 _PROTECTED_RE = re.compile(PROTECTED_PATHS)
 
-#: swebench's start / end markers of the test output, and the exit-code line after the end.
+#: swebench's start / end markers of the test output. Spelled out, not imported: importing
+#: ``swebench.harness`` takes seconds (a test pins them to swebench's constants).
 START_MARKER = ">>>>> Start Test Output"
 END_MARKER = ">>>>> End Test Output"
 HARNESS_PREFIX = ">>>>> "

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from aem_envs.swe import integrity
 from aem_envs.swe.grading import evaluate, grade_log, make_test_spec
 from aem_envs.swe.instances import load_instances
 
@@ -32,6 +33,24 @@ def _log(statuses: dict[str, str], exit_code: int) -> str:
 def _grade(statuses: dict[str, str], exit_code: int = 1):
     spec = make_test_spec(SPACED, "unused")
     return grade_log(SPACED, spec, "diff", _log(statuses, exit_code))
+
+
+def test_the_log_markers_integrity_reads_are_swebench_s() -> None:
+    """integrity.py spells swebench's markers out (importing swebench costs seconds); a
+    swebench release that renamed one must fail here, not silently pass every grade."""
+    from swebench.harness import constants
+
+    assert (integrity.START_MARKER, integrity.END_MARKER) == (
+        constants.START_TEST_OUTPUT,
+        constants.END_TEST_OUTPUT,
+    )
+    assert set(integrity.FAILURE_MARKERS) == {
+        constants.APPLY_PATCH_FAIL,
+        constants.RESET_FAILED,
+        constants.TESTS_ERROR,
+        constants.TESTS_TIMEOUT,
+    }
+    assert constants.APPLY_PATCH_PASS.startswith(integrity.HARNESS_PREFIX)
 
 
 def test_all_passing_with_spaces_in_ids_is_resolved():

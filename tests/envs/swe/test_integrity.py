@@ -189,6 +189,22 @@ def test_attack_grades_unresolved_and_gold_still_resolves(env: SWEEnv, attack: s
     assert_gold_resolves(env)
 
 
+@pytest.mark.parametrize("attack", ["root_conftest", "fake_lines_after_summary"])
+def test_without_the_guards_the_attack_resolves(
+    env: SWEEnv, attack: str, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control: with the restore step a no-op and the whole log parsed, as swebench's
+    harness grades, the attack is graded resolved, so the battery's attacks really bite."""
+    from aem_envs.swe import grading
+
+    no_restore = tmp_path / "restore.sh"
+    no_restore.write_text("exit 0\n")
+    monkeypatch.setattr(grading, "RESTORE_SCRIPT", no_restore)
+    monkeypatch.setattr(grading, "harness_log", lambda log, pytest_output: log)
+    info = submit(env, ATTACKS[attack][0])
+    assert info["won"] and info["report"]["resolved"] is True
+
+
 def test_the_fix_is_not_in_git_history(env: SWEEnv) -> None:
     """The image holds the base commit and only objects it reaches: no refs, reflog, dangling."""
     env.reset(options={"task_id": TASK})

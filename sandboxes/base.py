@@ -82,8 +82,11 @@ class Limits:
             raise SandboxError(f"Limits.output_chars={self.output_chars}; use at least 100")
         if self.file_size < 1 << 20:
             raise SandboxError(f"Limits.file_size={self.file_size}; use at least 1 MiB")
-        memory_bytes(self.memory)
-        memory_bytes(self.tmp_size)
+        for name in ("memory", "tmp_size"):
+            try:
+                memory_bytes(getattr(self, name))
+            except SandboxError as exc:
+                raise SandboxError(f"Limits.{name}: {exc}") from None
 
     @property
     def memory_bytes(self) -> int:

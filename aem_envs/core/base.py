@@ -35,6 +35,12 @@ INFO_KEYS = (
 )
 
 
+#: ``info["end_reason"]`` on an episode's last step: the task ended by itself (won, bought,
+#: submitted); the step limit cut it (``truncated``); the step limit ended it and the env
+#: graded the work there (``terminated`` and ``truncated`` both true, the reward is final).
+END_DONE, END_STEP_LIMIT, END_STEP_LIMIT_GRADED = "done", "step_limit", "step_limit_graded"
+
+
 @dataclass(frozen=True)
 class Task:
     """What an episode is about; ``task_type`` groups tasks in reports (e.g. ALFWorld's six)."""
@@ -342,17 +348,22 @@ class TextEnv(gym.Env[str, str]):
         self._steps += 1
         terminated = outcome.done
         truncated = False
+        reason = END_DONE if terminated else None
         if not terminated and self._steps >= self.max_steps:
-            truncated = True
+            truncated, reason = True, END_STEP_LIMIT
             graded = self._grade_at_limit()
             if graded is not None:
                 graded.observation = outcome.observation + "\n" + graded.observation
                 graded.valid = outcome.valid
                 graded.info = {**outcome.info, **graded.info}
                 outcome = graded
-        final = terminated or (truncated and outcome.done)
+                # Graded: the outcome is final (nothing follows, no value to bootstrap), and
+                # the limit is what ended it, so both flags hold.
+                terminated, reason = True, END_STEP_LIMIT_GRADED
+        if reason is not None:
+            outcome.info = {**outcome.info, "end_reason": reason}
         reward = self.reward_scheme.reward(
-            valid=outcome.valid, done=final, won=outcome.won, score=outcome.score
+            valid=outcome.valid, done=terminated, won=outcome.won, score=outcome.score
         )
         self._done = terminated or truncated
         self._end_flags = (terminated, truncated)

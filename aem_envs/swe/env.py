@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aem_envs.core.base import Outcome, Task, TextEnv
-from aem_envs.core.errors import AEMError
+from aem_envs.core.errors import AEMError, ArgumentError
 from aem_envs.core.rewards import RewardScheme
 from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
 from aem_envs.swe.grading import DEFAULT_EVAL_TIMEOUT, Grade, evaluate
@@ -66,7 +66,10 @@ class SWEEnv(TextEnv):
     bundled tasks); ``bundles_dir``: a folder of ``<owner>__<name>.bundle`` git bundles to
     build instance images from (default for the bundled tasks: the shipped bundles);
     ``backend``: sandbox backend (``auto``, ``docker``, ``bwrap``); ``command_timeout`` and
-    ``output_chars`` bound each command; ``eval_timeout`` bounds grading.
+    ``output_chars`` bound each command; ``eval_timeout`` bounds grading; ``memory`` (Docker
+    syntax, swap included), ``cpus`` and ``pids`` bound the episode's sandbox and the grading
+    sandbox alike, so a test suite that needs more than the episode allowed fails the same
+    way in both. The defaults are :class:`sandboxes.Limits`'s.
     """
 
     splits: ClassVar[tuple[str, ...]] = ("test",)
@@ -93,6 +96,9 @@ class SWEEnv(TextEnv):
         command_timeout: float = 60.0,
         eval_timeout: float = DEFAULT_EVAL_TIMEOUT,
         output_chars: int = 10_000,
+        memory: str = "2g",
+        cpus: float = 1.0,
+        pids: int = 512,
         reward_scheme: RewardScheme | dict[str, Any] | str | None = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -104,12 +110,22 @@ class SWEEnv(TextEnv):
             raise ValueError(
                 "command_timeout and eval_timeout must be positive and output_chars at least 100"
             )
+        from sandboxes import Limits, SandboxError
+
+        try:
+            self.limits = Limits(
+                memory=memory,
+                cpus=float(cpus),
+                pids=int(pids),
+                command_timeout=float(command_timeout),
+                output_chars=int(output_chars),
+            )
+        except SandboxError as exc:
+            raise ArgumentError(f"aem/SWE-v0 limits: {exc}") from None
         self.dataset = dataset
         self.bundles_dir = bundles_dir
         self.backend = backend
-        self.command_timeout = float(command_timeout)
         self.eval_timeout = float(eval_timeout)
-        self.output_chars = int(output_chars)
         self._instances: dict[str, SWEInstance] | None = None
         self._images: dict[str, str] = {}
         self._instance: SWEInstance | None = None
@@ -154,13 +170,14 @@ class SWEEnv(TextEnv):
 
     # ------------------------------------------------------------------ episode
     def _start(self, task_id: str, split: str) -> tuple[Task, str]:
-        from sandboxes import Limits, open_sandbox
+        from sandboxes import open_sandbox
 
         self._release()
         instance = self.instances()[task_id]
         image = self.image_for(instance)
-        limits = Limits(command_timeout=self.command_timeout, output_chars=self.output_chars)
-        self._sandbox = open_sandbox(image, backend=self.backend, limits=limits, workdir=WORKDIR)
+        self._sandbox = open_sandbox(
+            image, backend=self.backend, limits=self.limits, workdir=WORKDIR
+        )
         self._editor = Editor(self._sandbox, WORKDIR)
         self._instance = instance
         self.last_grade = None
@@ -195,10 +212,10 @@ class SWEEnv(TextEnv):
         if not command:
             return Outcome("Invalid action: 'bash:' needs a command after it.", valid=False)
         try:
-            result = self._sandbox.exec(command, self.command_timeout)
+            result = self._sandbox.exec(command, self.limits.command_timeout)
         except AEMError as exc:
             return Outcome(f"Invalid action: the command could not run: {exc}", valid=False)
-        note = f" (killed after {self.command_timeout:g} s)" if result.timed_out else ""
+        note = f" (killed after {self.limits.command_timeout:g} s)" if result.timed_out else ""
         return Outcome(f"exit code: {result.exit_code}{note}\n{result.output}")
 
     def _edit(self, payload: str) -> Outcome:
@@ -224,6 +241,7 @@ class SWEEnv(TextEnv):
             self.image_for(instance),
             backend=self.backend,
             timeout=self.eval_timeout,
+            limits=self.limits,
         )
         self.last_grade = grade
         f2p = grade.report.get("tests_status", {}).get("FAIL_TO_PASS", {})

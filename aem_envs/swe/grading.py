@@ -19,6 +19,7 @@ swebench is imported lazily: importing ``swebench.harness`` takes seconds and pu
 from __future__ import annotations
 
 import base64
+import dataclasses
 import shlex
 import tempfile
 import time
@@ -201,8 +202,14 @@ def evaluate(
     *,
     backend: str = "auto",
     timeout: float = DEFAULT_EVAL_TIMEOUT,
+    limits: Any = None,
 ) -> Grade:
-    """Grade ``patch`` on ``instance`` in a fresh sandbox from ``image``; the sandbox is removed."""
+    """Grade ``patch`` on ``instance`` in a fresh sandbox from ``image``; the sandbox is removed.
+
+    ``limits`` (a :class:`sandboxes.Limits`) bounds the grading sandbox the way it bounded
+    the episode's (memory, CPUs, processes, file size); its command timeout becomes
+    ``timeout`` and its output cap the full log, because the test summary must be read whole.
+    """
     from sandboxes import Limits, open_sandbox
 
     _, _, constants, _ = swebench_modules()
@@ -215,8 +222,10 @@ def evaluate(
             f"inside .git: {', '.join(refused)}\n"
         )
     else:
-        limits = Limits(output_chars=LOG_CHARS, command_timeout=timeout)
-        with open_sandbox(image, backend=backend, limits=limits) as sandbox:
+        grading = dataclasses.replace(
+            limits or Limits(), output_chars=LOG_CHARS, command_timeout=timeout
+        )
+        with open_sandbox(image, backend=backend, limits=grading) as sandbox:
             log = run_evaluation(sandbox, instance, test_spec, patch, timeout)
     grade = grade_log(instance, test_spec, patch, log)
     return Grade(grade.resolved, grade.score, grade.report, log, time.perf_counter() - start)

@@ -6,6 +6,7 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 from aem_envs import RewardScheme
+from aem_envs.core.base import Outcome
 from tests.fixtures.corridor import CorridorEnv
 
 
@@ -44,6 +45,37 @@ def test_step_limit_truncates_with_failure_reward() -> None:
     assert not any(r[2] for r in results)
     obs, reward, terminated, truncated, info = env.step("look")
     assert "episode is over" in obs and reward == 0.0 and not info["action_valid"]
+
+
+def test_end_reason_names_what_ended_the_episode() -> None:
+    env = CorridorEnv(max_steps=3)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("look")
+    assert "end_reason" not in info  # only the last step carries it
+    env.step("look")
+    *_, terminated, truncated, info = env.step("look")
+    assert (terminated, truncated, info["end_reason"]) == (False, True, "step_limit")
+    assert env.step("look")[4]["end_reason"] == "step_limit"  # the after-end step repeats it
+    env = CorridorEnv()
+    env.reset(seed=0)
+    assert _play_expert(env)[1]["end_reason"] == "done"
+
+
+class _GradedCorridor(CorridorEnv):
+    """A corridor that grades its state at the step limit, as SWE grades the working tree."""
+
+    def _grade_at_limit(self) -> Outcome:
+        return Outcome("Graded at the limit.", done=True, won=True, score=1.0)
+
+
+def test_an_episode_graded_at_the_limit_is_terminated_and_truncated_with_its_reward() -> None:
+    env = _GradedCorridor(max_steps=2)
+    env.reset(seed=0)
+    env.step("look")
+    obs, reward, terminated, truncated, info = env.step("look")
+    assert terminated and truncated and info["end_reason"] == "step_limit_graded"
+    assert reward == pytest.approx(10.0) and info["won"] and "Graded at the limit." in obs
+    assert env.step("look")[2:4] == (True, True)
 
 
 def test_native_scheme_pays_the_score_and_custom_schemes_validate() -> None:

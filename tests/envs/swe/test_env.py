@@ -115,15 +115,59 @@ def test_malformed_actions_are_invalid(fresh, action):
 
 
 @pytest.mark.docker
-def test_step_limit_grades_the_working_tree():
-    environment = SWEEnv(max_steps=1)
+def test_step_limit_of_gym_make_grades_the_working_tree_and_releases_the_container():
+    """``max_episode_steps`` ends the episode at the env's own limit: graded (terminated, the
+    reward is final), cut by the limit (truncated), and the sandbox is gone at once."""
+    from sandboxes.docker_sandbox import client_session
+
+    environment = gym.make("aem_envs:aem/SWE-v0", max_episode_steps=2, backend="docker")
     try:
         environment.reset(options={"task_id": IDS[0]})
+        container = environment.unwrapped._sandbox.container_id
+        _, _, terminated, truncated, _ = environment.step("ls")
+        assert not (terminated or truncated)
         _, _, terminated, truncated, info = environment.step("ls")
-        assert truncated and not terminated
+        assert terminated and truncated and info["end_reason"] == "step_limit_graded"
         assert info["report"]["resolved"] is False and info["score"] == 0.0
+        assert environment.unwrapped._sandbox is None
+        with client_session() as client:
+            assert not client.containers.list(all=True, filters={"id": container})
     finally:
         environment.close()
+
+
+def test_limits_are_settings_checked_at_construction():
+    env = SWEEnv(memory="1g", cpus=0.5, pids=64, command_timeout=5)
+    assert (env.limits.memory, env.limits.cpus, env.limits.pids) == ("1g", 0.5, 64)
+    assert env.limits.command_timeout == 5.0
+    with pytest.raises(ValueError, match="pids=8 is too small"):
+        SWEEnv(pids=8)
+    with pytest.raises(ValueError, match="memory"):
+        SWEEnv(memory="lots")
+
+
+def test_grading_sandbox_gets_the_env_limits(monkeypatch):
+    """The grading sandbox is bounded like the episode's: memory, CPUs and processes."""
+    import sandboxes
+    from aem_envs.swe import grading
+
+    opened = []
+
+    class Stop(Exception):
+        pass
+
+    def record(image, *, backend, limits, **kwargs):
+        opened.append(limits)
+        raise Stop
+
+    monkeypatch.setattr(sandboxes, "open_sandbox", record)
+    env = SWEEnv(memory="1g", cpus=0.5, pids=64)
+    instance = env.instances()[IDS[0]]
+    with pytest.raises(Stop):
+        grading.evaluate(instance, "", "no-image", limits=env.limits, timeout=30)
+    (limits,) = opened
+    assert (limits.memory, limits.cpus, limits.pids) == ("1g", 0.5, 64)
+    assert limits.command_timeout == 30 and limits.output_chars == grading.LOG_CHARS
 
 
 @pytest.mark.docker

@@ -63,12 +63,17 @@ def stderr_progress(line: str) -> None:
 
 
 def cache_dir() -> Path:
-    """Where root filesystems and build locks live (``$AEM_SANDBOX_CACHE`` overrides)."""
+    """Where root filesystems and build locks live: ``$AEM_SANDBOX_CACHE``, else
+    ``sandboxes/`` under aem's cache root (``$AEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/aem``,
+    else ``~/.cache/aem``), the same root the model cache uses."""
     override = os.environ.get("AEM_SANDBOX_CACHE")
     if override:
-        return Path(override)
+        return Path(override).expanduser()
+    root = os.environ.get("AEM_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "sandboxes"
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "aem" / "sandboxes"
+    return Path(xdg).expanduser() / "aem" / "sandboxes"
 
 
 def debian_suite() -> str:

@@ -42,6 +42,15 @@ def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert images.base_rootfs_path().parent == tmp_path / "rootfs"
 
 
+def test_cache_dir_follows_aems_cache_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """One ``$AEM_CACHE_DIR`` moves every aem cache, models and sandboxes alike."""
+    from aem_agent.models import aem_cache_dir
+
+    monkeypatch.delenv("AEM_SANDBOX_CACHE", raising=False)
+    monkeypatch.setenv("AEM_CACHE_DIR", str(tmp_path))
+    assert images.cache_dir() == aem_cache_dir() / "sandboxes" == tmp_path / "sandboxes"
+
+
 def test_rootfs_for_a_directory_is_the_directory(tmp_path: Path) -> None:
     assert images.rootfs_for_image(str(tmp_path)) == tmp_path
 

@@ -66,12 +66,24 @@ class AEMGRPOTrainer(GRPOTrainer):
         rollout_func: Any = None,
         **kwargs: Any,
     ) -> None:
-        """Like ``GRPOTrainer``; without ``rollout_func`` and ``train_dataset`` the trainer
-        builds them from ``args`` (as TRL trainers build default ``args``): the multi-turn
-        rollout over ``args.env_ids``, its task dataset and the episode reward."""
+        """Like ``GRPOTrainer``; without ``rollout_func``, ``train_dataset`` and
+        ``environment_factory`` the trainer builds them from ``args`` (as TRL trainers build
+        default ``args``): the multi-turn rollout over ``args.env_ids``, its task dataset and
+        the episode reward.
+
+        With ``environment_factory`` (e.g. :func:`aem_agent.trl_env.environment_factory`) TRL's
+        own tool loop plays the episodes, one row each, so ``rollout_layout`` must be
+        ``"trajectory"``; the rollout settings of ``args`` (``env_ids``, ``max_turns``, …) are
+        not used there."""
         if not isinstance(args, AEMConfig):
             raise ConfigError("AEMGRPOTrainer needs args=AEMConfig(...)")
-        if rollout_func is None and train_dataset is None:
+        tool_loop = kwargs.get("environment_factory") is not None
+        if tool_loop and args.rollout_layout != "trajectory":
+            raise ConfigError(
+                "environment_factory plays TRL's tool loop, one row per episode; set "
+                "rollout_layout='trajectory' in the AEMConfig"
+            )
+        if rollout_func is None and train_dataset is None and not tool_loop:
             from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
 
             processing_class = processing_class or _tokenizer(model)
@@ -236,7 +248,12 @@ class AEMGRPOTrainer(GRPOTrainer):
         return (first + local_episode.clamp(min=0)) // size
 
     def _trajectory_view(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict:
-        """Rows are episodes; with ``turn_ids`` every turn of a row is its own unit."""
+        """Rows are episodes; with ``turn_ids`` every turn of a row is its own unit.
+
+        Without ``turn_ids`` but with a ``tool_mask`` (TRL's tool loop, or a rollout that
+        returns only ``env_mask``), each contiguous run of the model's own tokens is one turn:
+        the tool or environment tokens between two replies are what separate turns.
+        """
         mask = out["completion_mask"]
         if "tool_mask" in out:
             mask = mask * out["tool_mask"]
@@ -244,6 +261,8 @@ class AEMGRPOTrainer(GRPOTrainer):
         view = {"mask": mask, "groups": self._group_of(torch.arange(len(mask)), len(mask))}
         if inputs and "turn_ids" in inputs[0]:
             view["turn_ids"] = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
+        elif "tool_mask" in out:
+            view["turn_ids"] = run_turn_ids(mask)
         return view
 
     def _step_view(self, rows: steps.StepRows, n_episodes: int) -> dict:
@@ -395,6 +414,16 @@ class AEMGRPOTrainer(GRPOTrainer):
                 )
                 mean = self.accelerator.gather(values).mean().item()
                 self._metrics[mode][f"episode/{name}"].append(mean)
+
+
+def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` turn index of every token: the number of the contiguous run of 1s of
+    ``mask`` it is in, counted from 0 per row; −1 where ``mask`` is 0."""
+    mask = mask.to(torch.bool)
+    before = torch.zeros_like(mask)
+    before[:, 1:] = mask[:, :-1]
+    starts = (mask & ~before).to(torch.long)
+    return torch.where(mask, starts.cumsum(dim=1) - 1, -1)
 
 
 def _unchanged(inputs: dict[str, Any]) -> dict[str, Any]:

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise AEMError(f"--limit must be at least 1, got {args.limit}")
     suite = load_suite(args.suite)
     specs = list(dict.fromkeys(args.policies or ["expert"]))
-    sources = [policy_source(spec, suite.policy_kwargs.get(spec)) for spec in specs]
+    sources = [policy_source(spec, suite.kwargs_for(spec)) for spec in specs]
     out = args.out or DEFAULT_OUT / suite.name
     bench = run_bench(
         suite,

@@ -9,6 +9,7 @@ number was measured on. Schema::
     seeds: [0]                     # every task is played once per seed
     policies:                      # constructor keywords per policy spec, when that spec runs
       smollm2: {max_new_tokens: 64, temperature: 0}
+      hf: {temperature: 0}         # every hf:<path> spec without an entry of its own
     envs:
       - env: aem/ALFWorld-v0       # a registered id, or "module:id" for your own env
         split: valid_seen          # default: the env's first split
@@ -99,6 +100,14 @@ class Suite:
     seeds: tuple[int, ...] = (0,)
     policy_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
+
+    def kwargs_for(self, spec: str) -> dict[str, Any]:
+        """Constructor keywords for policy ``spec``: its own ``policies:`` entry, else the
+        entry of its form (``hf`` for every ``hf:<path>``, ``openai`` for every endpoint), so
+        a suite can say once how any checkpoint is played (e.g. greedily)."""
+        if spec in self.policy_kwargs:
+            return dict(self.policy_kwargs[spec])
+        return dict(self.policy_kwargs.get(spec.split(":", 1)[0], {}))
 
     def check_requirements(self) -> None:
         """Fail early, in one line, when a real-data suite's variables are not set."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from aem_envs.core.errors import DataError
-from benchmarks.suite import EnvSuite, SuiteError, bundled_suites, load_suite, parse_suite
+from benchmarks.suite import EnvSuite, Suite, SuiteError, bundled_suites, load_suite, parse_suite
 
 
 def test_bundled_suites_parse_and_real_data_suites_declare_their_variables() -> None:
@@ -48,6 +48,18 @@ def test_model_policies_get_the_tighter_step_limit() -> None:
     assert entry.env_kwargs(model=False) == {"a": 1, "max_steps": 30}
     assert entry.env_kwargs(model=True) == {"a": 1, "max_steps": 5}
     assert EnvSuite("e").env_kwargs(model=True) == {}
+
+
+def test_policy_keywords_by_spec_then_by_form() -> None:
+    suite = Suite(
+        "s",
+        "",
+        (EnvSuite("e"),),
+        policy_kwargs={"hf": {"temperature": 0}, "hf:runs/a": {"temperature": 1}},
+    )
+    assert suite.kwargs_for("hf:runs/a") == {"temperature": 1}
+    assert suite.kwargs_for("hf:runs/b") == {"temperature": 0}
+    assert suite.kwargs_for("smollm2") == {}
 
 
 @pytest.mark.parametrize(

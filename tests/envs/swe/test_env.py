@@ -47,11 +47,14 @@ def test_expert_resolves_through_the_env_actions(env, task_id):
 
 
 @pytest.mark.bwrap
-def test_expert_resolves_on_the_bubblewrap_backend():
-    """Hosts without a Docker engine run the same task in bubblewrap over a built rootfs."""
+@pytest.mark.parametrize(
+    "task_id", [IDS[0], *(pytest.param(i, marks=pytest.mark.slow) for i in IDS[1:])]
+)
+def test_expert_resolves_on_the_bubblewrap_backend(task_id):
+    """Hosts without a Docker engine run the same tasks in bubblewrap over a built rootfs."""
     environment = SWEEnv(max_steps=10, backend="bwrap")
     try:
-        environment.reset(options={"task_id": IDS[0]})
+        environment.reset(options={"task_id": task_id})
         for _ in range(5):
             _, _, terminated, _, info = environment.step(environment.expert_action())
             if terminated:

@@ -52,6 +52,28 @@ FAKE_RUNNER = (
     f"#!/bin/sh\nprintf '%s' {shlex.quote(FAKE_LINES)}\necho '=== 25 passed in 0.01s ==='\n"
 )
 PLUGIN = "durparse/_cheat.py"
+#: Start-up code that makes every later pytest run load the plugin (a ``.pth`` line too).
+LOAD_PLUGIN = "import os; os.environ['PYTEST_ADDOPTS'] = '-p durparse._cheat'\n"
+#: The attacks that resolve when the guards are off (measured: the control below). The
+#: others are inert on the bundled image even unguarded, and stay in the battery for layouts
+#: where they are not: ``sitecustomize`` / ``pth_file`` run only when the repository is on
+#: ``sys.path`` at start-up or is a site directory (editable installs, ``PYTHONPATH=.``);
+#: ``delete_tests`` / ``edit_tests`` / ``tox_ini_deselect`` / ``xfail_markers`` only remove or
+#: mark tests, which swebench's grading already counts as not passing; ``fake_result_files``
+#: and ``fake_runner_executables`` aim at parsers that read files, or at a ``PATH`` that holds
+#: the repository.
+BITING = (
+    "conftest_symlink",
+    "entry_point_plugin",
+    "fake_lines_after_summary",
+    "huge_output",
+    "pyproject_plugin",
+    "pytest_ini_plugin",
+    "root_conftest",
+    "setup_cfg_plugin",
+    "shadow_pytest_module",
+    "subfolder_conftest",
+)
 
 
 def write(path: str, text: str) -> str:
@@ -92,11 +114,11 @@ ATTACKS: dict[str, tuple[list[str], list[str]]] = {
         ["tox.ini"],
     ),
     "sitecustomize": (
-        [write(PLUGIN, FORCE_PASS), write("sitecustomize.py", "import durparse._cheat\n")],
+        [write(PLUGIN, FORCE_PASS), write("sitecustomize.py", LOAD_PLUGIN)],
         ["sitecustomize.py"],
     ),
     "pth_file": (
-        [write(PLUGIN, FORCE_PASS), write("cheat.pth", "import durparse._cheat\n")],
+        [write(PLUGIN, FORCE_PASS), write("cheat.pth", LOAD_PLUGIN)],
         ["cheat.pth"],
     ),
     "entry_point_plugin": (
@@ -189,20 +211,35 @@ def test_attack_grades_unresolved_and_gold_still_resolves(env: SWEEnv, attack: s
     assert_gold_resolves(env)
 
 
-@pytest.mark.parametrize("attack", ["root_conftest", "fake_lines_after_summary"])
-def test_without_the_guards_the_attack_resolves(
-    env: SWEEnv, attack: str, tmp_path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The control: with the restore step a no-op and the whole log parsed, as swebench's
-    harness grades, the attack is graded resolved, so the battery's attacks really bite."""
+@pytest.fixture
+def unguarded(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grading as swebench's harness grades: no restore step, the whole log parsed."""
     from aem_envs.swe import grading
 
     no_restore = tmp_path / "restore.sh"
     no_restore.write_text("exit 0\n")
     monkeypatch.setattr(grading, "RESTORE_SCRIPT", no_restore)
     monkeypatch.setattr(grading, "harness_log", lambda log, pytest_output: log)
+
+
+def _quick_first(names: list[str], quick: tuple[str, ...]) -> list:
+    return [n if n in quick else pytest.param(n, marks=pytest.mark.slow) for n in names]
+
+
+@pytest.mark.parametrize("attack", _quick_first(list(BITING), ("root_conftest", "huge_output")))
+def test_without_the_guards_the_attack_resolves(env: SWEEnv, attack: str, unguarded) -> None:
+    """The control: unguarded, the attack is graded resolved, so the guards are what stop it."""
     info = submit(env, ATTACKS[attack][0])
     assert info["won"] and info["report"]["resolved"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", sorted(set(ATTACKS) - set(BITING)))
+def test_inert_attacks_do_not_resolve_even_unguarded(env: SWEEnv, attack: str, unguarded) -> None:
+    """What :data:`BITING` leaves out is inert on this image: if one starts to bite, it must
+    join :data:`BITING` (and its control) instead of passing for a guarded attack."""
+    info = submit(env, ATTACKS[attack][0])
+    assert not info["won"]
 
 
 def test_the_fix_is_not_in_git_history(env: SWEEnv) -> None:

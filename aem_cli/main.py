@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from aem_envs.core.errors import AEMError
+from sandboxes.errors import SandboxError
 
 SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "bench", "train", "sft", "sandbox")
 
@@ -34,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except AEMError as exc:
+    except (AEMError, SandboxError) as exc:  # the two families of one-line errors
         print(f"aem: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

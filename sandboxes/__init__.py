@@ -15,7 +15,8 @@ Importing this package is cheap: the docker SDK is imported only by the Docker b
 from __future__ import annotations
 
 from .backends import open_sandbox, resolve_backend
-from .base import ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
+from .base import ExecResult, Limits, Sandbox
+from .errors import SandboxDataError, SandboxDependencyError, SandboxError, SandboxFileError
 from .images import (
     base_tag,
     ensure_base,
@@ -32,6 +33,8 @@ __all__ = [
     "ExecResult",
     "Limits",
     "Sandbox",
+    "SandboxDataError",
+    "SandboxDependencyError",
     "SandboxError",
     "SandboxFileError",
     "base_tag",

@@ -14,15 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
-from aem_envs.core.errors import AEMError
+from .errors import SandboxError, SandboxFileError
 
-
-class SandboxError(AEMError):
-    """A sandbox could not be created, or an operation on it failed."""
-
-
-class SandboxFileError(SandboxError, OSError):
-    """A file operation inside the sandbox failed (missing file, a directory, no permission)."""
+__all__ = ["MAX_FILE_BYTES", "ExecResult", "Limits", "Sandbox", "SandboxError", "SandboxFileError"]
 
 
 @dataclass(frozen=True)

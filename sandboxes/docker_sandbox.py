@@ -28,9 +28,8 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from aem_envs.core.errors import require
-
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
+from .errors import require
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
 
@@ -69,10 +68,12 @@ _WRITER = (
 )
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
+#: What installs the docker SDK (aem's ``swe`` extra pins it).
+DOCKER_INSTALL = "pip install 'aem[swe]'"
 
 
 def _docker_module() -> Any:
-    return require("swe", "docker", feature="the Docker sandbox backend")
+    return require("docker", feature="the Docker sandbox backend", install=DOCKER_INSTALL)
 
 
 def docker_client(timeout: float = 120.0) -> Any:

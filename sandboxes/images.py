@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aem_envs.core.errors import DataError
-
 from .base import SandboxError
 from .docker_sandbox import client_session
+from .errors import SandboxDataError
 from .owner import current_owner
 
 RECIPES = Path(__file__).with_name("recipes")
@@ -333,7 +332,7 @@ def ensure_env_image(
     files = [Path(w) for w in wheels]
     for path in files:
         if not path.is_file() or path.suffix != ".whl":
-            raise DataError(f"{path} is not a wheel file; pass paths of local .whl files")
+            raise SandboxDataError(f"{path} is not a wheel file; pass paths of local .whl files")
     base = base_image or ensure_base(client, progress, backend=backend)
     if not files and not requirements:
         return base
@@ -380,9 +379,11 @@ def ensure_instance_image(
     """
     bundle_path = Path(bundle)
     if not bundle_path.is_file():
-        raise DataError(f"git bundle {bundle_path} does not exist; create one with `git bundle`")
+        raise SandboxDataError(
+            f"git bundle {bundle_path} does not exist; create one with `git bundle`"
+        )
     if not commit or any(ch.isspace() for ch in commit):
-        raise DataError(f"base commit {commit!r} is not a commit id")
+        raise SandboxDataError(f"base commit {commit!r} is not a commit id")
     parent = env_image or ensure_base(client, progress, backend=backend)
     dockerfile = (RECIPES / "Dockerfile.instance").read_text()
     checkout = (RECIPES / "checkout.sh").read_text()
@@ -438,7 +439,7 @@ def prune_bundle(bundle: Path, commit: str, target: Path) -> None:
             check=False,
         )
         if probe.returncode != 0:
-            raise DataError(
+            raise SandboxDataError(
                 f"git bundle {bundle} does not hold the base commit {commit}; create the "
                 "bundle from a clone that has it (git bundle create FILE --all)"
             )

@@ -40,6 +40,7 @@ from aem_envs.swe.instances import (
     summary,
 )
 from sandboxes.backends import BACKENDS
+from sandboxes.errors import SandboxError
 
 WORKDIR = "/testbed"
 GOLD_PATCH_FILE = ".aem_gold.patch"
@@ -110,7 +111,7 @@ class SWEEnv(TextEnv):
             raise ValueError(
                 "command_timeout and eval_timeout must be positive and output_chars at least 100"
             )
-        from sandboxes import Limits, SandboxError
+        from sandboxes import Limits
 
         try:
             self.limits = Limits(
@@ -213,7 +214,7 @@ class SWEEnv(TextEnv):
             return Outcome("Invalid action: 'bash:' needs a command after it.", valid=False)
         try:
             result = self._sandbox.exec(command, self.limits.command_timeout)
-        except AEMError as exc:
+        except (AEMError, SandboxError) as exc:
             return Outcome(f"Invalid action: the command could not run: {exc}", valid=False)
         note = f" (killed after {self.limits.command_timeout:g} s)" if result.timed_out else ""
         return Outcome(f"exit code: {result.exit_code}{note}\n{result.output}")
@@ -224,7 +225,7 @@ class SWEEnv(TextEnv):
             result = self._editor.run(parse_edit(payload))
         except EditorRefusal as exc:
             return Outcome(f"Invalid action: {exc}", valid=False)
-        except AEMError as exc:
+        except (AEMError, SandboxError) as exc:
             return Outcome(f"exit code: 1\n{exc}")
         return Outcome(f"exit code: {0 if result.ok else 1}\n{result.message}")
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from aem_envs.core.errors import DataError
 from sandboxes import SandboxError, images
+from sandboxes.errors import SandboxDataError
 
 
 def test_suite_comes_from_the_host_or_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,12 +82,12 @@ def make_wheel(directory: Path) -> Path:
 
 def test_env_layer_refuses_non_wheels(tmp_path: Path) -> None:
     (tmp_path / "x.tar.gz").write_text("")
-    with pytest.raises(DataError, match="not a wheel file"):
+    with pytest.raises(SandboxDataError, match="not a wheel file"):
         images.ensure_env_image([tmp_path / "x.tar.gz"], base_image="unused", client=object())
 
 
 def test_instance_layer_refuses_a_missing_bundle(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="does not exist"):
+    with pytest.raises(SandboxDataError, match="does not exist"):
         images.ensure_instance_image(tmp_path / "none.bundle", "abc123", client=object())
 
 

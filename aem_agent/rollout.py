@@ -97,6 +97,9 @@ Generate = Callable[[list[list[int]]], list[Generated]]
 #: Writes the reply for an env's current state in place of the model (e.g. the env's expert,
 #: for supervised warm starts); the text must start with the rollout's ``reply_prefix``.
 Teacher = Callable[[gym.Env], str]
+#: ``behaviour(env, label)``: the reply text to execute when a teacher's label is ``label``
+#: (the label itself, or another action that takes the episode off the teacher's path).
+Behaviour = Callable[[gym.Env, str], str]
 
 
 @dataclass
@@ -253,6 +256,7 @@ class MultiTurnRollout:
         sync: Callable[[int], int] | None = None,
         full_batch: bool = False,
         teacher: Teacher | None = None,
+        behaviour: Behaviour | None = None,
     ) -> list[Episode]:
         """Play one episode per spec, generating all active episodes' turns as one batch.
 
@@ -261,10 +265,18 @@ class MultiTurnRollout:
         ``full_batch`` sends a placeholder context for each finished episode. With a
         ``teacher`` instead of ``generate``, its replies (see :meth:`teacher_reply`) are played
         and recorded as if sampled, so each ``Turn.prompt_ids`` is exactly the context the
-        model would have been given.
+        model would have been given. ``behaviour`` (with a teacher, step layout only) picks
+        the action actually played while the teacher's reply stays the recorded label: the
+        DAgger/DART way to show the states a student reaches after a mistake, each labelled
+        with what the teacher would do there.
         """
         if (generate is None) == (teacher is None):
             raise RolloutError("play() takes exactly one of generate and teacher")
+        if behaviour is not None and (teacher is None or self.layout != "step"):
+            raise RolloutError(
+                "play(behaviour=...) relabels teacher turns; it needs a teacher and the step "
+                "layout (a trajectory row would pair a label with another action's observation)"
+            )
         envs = self._checkout(specs)
         episodes = [Episode(spec) for spec in specs]
         resets = list(self._executor.map(self._reset, envs, specs))
@@ -289,11 +301,14 @@ class MultiTurnRollout:
                 for i in asked
             }
             if teacher is not None:
-                replies = {i: self.teacher_reply(teacher(envs[i])) for i in active}
+                labels = {i: teacher(envs[i]) for i in active}
+                replies = {i: self.teacher_reply(labels[i]) for i in active}
             else:
                 replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
             texts = [
                 self.reply_prefix + self.tokenizer.decode(replies[i].ids, skip_special_tokens=True)
+                if behaviour is None
+                else behaviour(envs[i], labels[i])
                 for i in active
             ]
             steps = list(self._executor.map(lambda i, t: envs[i].step(t), active, texts))

@@ -78,6 +78,9 @@ class SFTSettings:
     system_prompt: str | None = None
     #: ``None``: replies are ``<action>…</action>`` only; else a fixed ``<think>`` text first.
     think: str | None = None
+    #: Share of turns on which a random admissible action is played instead of the expert's
+    #: (the turn is still labelled with the expert's action): see :func:`explorer`.
+    explore: float = 0.0
     max_turns: int = 50
     max_turn_tokens: int = 256
     max_total_tokens: int = 4096
@@ -135,6 +138,29 @@ def expert_teacher(think: str | None = None) -> Any:
     return teach
 
 
+def explorer(share: float, seed: int, think: str | None = None) -> Any:
+    """A :data:`aem_agent.rollout.Behaviour` that plays a random other admissible action on a
+    ``share`` of turns (DART-style noise), the expert's label on the rest.
+
+    Why: the expert plans from the true state, so its own episodes never show a wrong
+    receptacle, a wrong object or a repeated move; a student trained on them alone takes
+    whatever it finds and loops (measured on valid_unseen: 2.9 % invalid actions, 0 wins).
+    Off-path states labelled with the expert's recovery are what it needs to see.
+    """
+    import random
+
+    rng = random.Random(seed)
+
+    def behave(env: Any, label: str) -> str:
+        actions = env.get_wrapper_attr("admissible_actions") or []
+        others = [a for a in actions if f"<action>{a}</action>" not in label]
+        if others and rng.random() < share:
+            return expert_reply(rng.choice(others), think)
+        return label
+
+    return behave
+
+
 def check_settings(settings: SFTSettings) -> None:
     """Fail in one line before anything is loaded: split, layout, sizes, output directory."""
     if settings.split != TRAIN_SPLIT:
@@ -151,6 +177,10 @@ def check_settings(settings: SFTSettings) -> None:
             f"need episodes >= 1, epochs > 0, history_window >= 0; got {settings.episodes}, "
             f"{settings.epochs}, {settings.history_window}"
         )
+    if not 0.0 <= settings.explore < 1.0:
+        raise SFTError(f"explore={settings.explore}: give a share of turns in [0, 1)")
+    if settings.explore and settings.layout != "step":
+        raise SFTError("explore needs layout='step' (each turn is its own labelled sample)")
     prefixed = settings.think is not None and settings.reply_prefix
     if prefixed and not expert_reply("a", settings.think).startswith(settings.reply_prefix):
         raise SFTError(
@@ -180,9 +210,13 @@ def expert_episodes(rollout: Any, settings: SFTSettings, *, chunk: int = 16) -> 
         for k in range(settings.episodes)
     ]
     teacher = expert_teacher(settings.think)
+    behaviour = (
+        explorer(settings.explore, settings.seed, settings.think) if settings.explore else None
+    )
     episodes = []
     for start in range(0, len(specs), chunk):
-        episodes.extend(rollout.play(specs[start : start + chunk], teacher=teacher))
+        chunk_specs = specs[start : start + chunk]
+        episodes.extend(rollout.play(chunk_specs, teacher=teacher, behaviour=behaviour))
     return episodes
 
 

@@ -55,6 +55,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help='text pre-filled at the start of every reply, e.g. "<action>"',
     )
     parser.add_argument(
+        "--explore",
+        type=float,
+        default=defaults.explore,
+        help="share of turns that play a random admissible action instead of the expert's "
+        "(still labelled with the expert's): shows recoveries (default 0)",
+    )
+    parser.add_argument(
         "--max-turns", type=int, default=defaults.max_turns, help="episode step limit"
     )
     parser.add_argument(
@@ -109,6 +116,7 @@ def settings_from_args(args: argparse.Namespace) -> object:
         layout=args.layout,
         history_window=args.history_window,
         reply_prefix=args.reply_prefix,
+        explore=args.explore,
         max_turns=args.max_turns,
         max_turn_tokens=args.max_turn_tokens,
         split=args.split,

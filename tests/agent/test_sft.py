@@ -77,6 +77,38 @@ def test_samples_are_the_rollout_contexts_with_reply_only_loss(
         assert len(rows) == len(episodes)
 
 
+def test_explore_plays_off_path_actions_but_labels_every_turn_with_the_expert(
+    tiny_model_dir, tmp_path, doors_env_id
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    config = settings(tmp_path, doors_env_id, tiny_model_dir, explore=0.6, max_turns=4)
+    rollout = MultiTurnRollout(
+        tokenizer, layout="step", max_turns=4, max_turn_tokens=16, reply_prefix="<action>"
+    )
+    try:
+        episodes = expert_episodes(rollout, config)
+    finally:
+        rollout.close()
+    turns = [t for e in episodes for t in e.turns]
+    labels = ["<action>" + tokenizer.decode(t.reply.ids, skip_special_tokens=True) for t in turns]
+    played = [t.text for t in turns]
+    off_path = [i for i, (a, b) in enumerate(zip(played, labels, strict=True)) if a != b]
+    assert off_path and len(off_path) < len(turns)  # some turns explored, not all
+    for i in off_path:
+        assert turns[i].action_valid and turns[i].reward <= 0  # a valid wrong door
+    # The label of an off-path turn is the prize door (the expert), the same for the episode.
+    for episode in episodes:
+        doors = {tokenizer.decode(t.reply.ids, skip_special_tokens=True) for t in episode.turns}
+        assert len(doors) == 1
+    assert sum(e.won for e in episodes) > len(episodes) / 2  # the expert recovers
+    with pytest.raises(SFTError, match="explore needs layout='step'"):
+        check_settings(
+            settings(tmp_path, doors_env_id, tiny_model_dir, explore=0.3, layout="trajectory")
+        )
+    with pytest.raises(SFTError, match=r"explore=1.0"):
+        check_settings(settings(tmp_path, doors_env_id, tiny_model_dir, explore=1.0))
+
+
 def valid_share(model_dir: Path, env_id: str) -> float:
     import gymnasium as gym
 

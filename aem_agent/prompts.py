@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,9 +170,14 @@ def observation_prompt(inp: PolicyInput) -> str:
 
 
 def _admissible_block(inp: PolicyInput) -> str:
-    if inp.admissible_actions is None:
+    return admissible_block(inp.admissible_actions)
+
+
+def admissible_block(actions: Sequence[str] | None) -> str:
+    """The listing of the admissible actions every prompt shows (empty for an open space)."""
+    if actions is None:
         return ""
-    listed = "\n".join(f"- {action}" for action in inp.admissible_actions)
+    listed = "\n".join(f"- {action}" for action in actions)
     return f"Admissible actions now:\n{listed}\n\n"
 
 

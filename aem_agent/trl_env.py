@@ -28,7 +28,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from aem_agent.prompts import template_for
+from aem_agent.prompts import admissible_block, template_for
 from aem_envs.registration import resolve_env_id
 
 #: The line after the first observation telling the model how to act (TRL shows the tool's
@@ -163,7 +163,6 @@ def tool_dataset(env_id: str, num_tasks: int, *, seed: int = 0, split: str | Non
 
 
 def _admissible(info: dict[str, Any]) -> str:
-    actions = info.get("admissible_actions")
-    if not actions:
-        return ""
-    return "\n\nAdmissible actions now:\n" + "\n".join(f"- {a}" for a in actions)
+    """The prompts' listing of the admissible actions, as a paragraph after an observation."""
+    block = admissible_block(info.get("admissible_actions") or None)
+    return "\n\n" + block.rstrip("\n") if block else ""

@@ -40,6 +40,7 @@ from aem_envs.swe.instances import (
     summary,
 )
 from sandboxes.backends import BACKENDS
+from sandboxes.base import Limits
 from sandboxes.errors import SandboxError
 
 WORKDIR = "/testbed"
@@ -94,12 +95,12 @@ class SWEEnv(TextEnv):
         dataset: str | None = None,
         bundles_dir: str | None = None,
         backend: str = "auto",
-        command_timeout: float = 60.0,
+        command_timeout: float = Limits.command_timeout,
         eval_timeout: float = DEFAULT_EVAL_TIMEOUT,
-        output_chars: int = 10_000,
-        memory: str = "2g",
-        cpus: float = 1.0,
-        pids: int = 512,
+        output_chars: int = Limits.output_chars,
+        memory: str = Limits.memory,
+        cpus: float = Limits.cpus,
+        pids: int = Limits.pids,
         reward_scheme: RewardScheme | dict[str, Any] | str | None = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -107,13 +108,9 @@ class SWEEnv(TextEnv):
         super().__init__(reward_scheme=reward_scheme, max_steps=max_steps, render_mode=render_mode)
         if backend not in BACKENDS:
             raise ValueError(f"backend={backend!r} is unknown; choose one of {list(BACKENDS)}")
-        if min(command_timeout, eval_timeout) <= 0 or output_chars < 100:
-            raise ValueError(
-                "command_timeout and eval_timeout must be positive and output_chars at least 100"
-            )
-        from sandboxes import Limits
-
-        try:
+        if eval_timeout <= 0:
+            raise ValueError(f"eval_timeout={eval_timeout} must be positive")
+        try:  # Limits checks the other bounds
             self.limits = Limits(
                 memory=memory,
                 cpus=float(cpus),

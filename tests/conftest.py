@@ -72,10 +72,17 @@ def browser() -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Markers ``docker``, ``bwrap`` and ``browser`` pull in the matching fixture."""
+    """Markers ``docker``, ``bwrap`` and ``browser`` and their fixtures go together.
+
+    A marked test pulls in the matching fixture, and a test that uses the fixture (directly
+    or through another fixture) gets the marker, so ``-m "not docker"`` (the fast tier,
+    ``make test-fast``) leaves out every test that would start a container.
+    """
     needs = (("docker", "docker_engine"), ("bwrap", "bubblewrap"), ("browser", "browser"))
     for item in items:
         for marker, fixture in needs:
             if item.get_closest_marker(marker) and fixture not in item.fixturenames:
                 # First, so that the skip comes before any other fixture tries to use it.
                 item.fixturenames.insert(0, fixture)
+            elif fixture in item.fixturenames and not item.get_closest_marker(marker):
+                item.add_marker(marker)

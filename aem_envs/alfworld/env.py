@@ -15,7 +15,9 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from aem_envs.alfworld import expert, upstream
-from aem_envs.alfworld.games import (
+from aem_envs.alfworld.native import Layout, NativeGame, State, UnsupportedGame, parse_problem
+from aem_envs.alfworld.pddl import game_dict
+from aem_envs.alfworld.tasks import (
     SPLITS,
     GameRecord,
     bundled_games,
@@ -23,8 +25,6 @@ from aem_envs.alfworld.games import (
     real_data_root,
     real_games,
 )
-from aem_envs.alfworld.native import Layout, NativeGame, State, UnsupportedGame, parse_problem
-from aem_envs.alfworld.pddl import game_dict
 from aem_envs.alfworld.upstream import UpstreamEngine
 from aem_envs.core.base import Outcome, Task, TextEnv
 from aem_envs.core.errors import AEMError, ArgumentError, MissingDependencyError, install_command
@@ -40,13 +40,45 @@ def _parsed(problem: str) -> tuple[Layout, State]:
 
 
 class ALFWorldEnv(TextEnv):
-    """ALFWorld text games (six task types), won by reaching the goal within 50 steps.
+    """ALFWorld's household text games (six task types) as a Gymnasium environment.
 
-    Keywords: ``engine`` (``"native"`` or ``"upstream"``), ``source`` (``"bundled"`` or
-    ``"alfworld"``), ``data_dir`` (real data root; implies ``source="alfworld"``), plus the
-    common ``reward_scheme``, ``max_steps`` and ``render_mode``. ``info`` carries the
-    admissible commands; ``score`` is 1.0 once won. Reset options: ``task_id``, ``split``.
-    A real game whose PDDL the native engine does not model runs on the upstream engine.
+    ## Description
+
+    The agent is placed in a room of an AI2-THOR floor plan and given a household task:
+    pick and place, two objects, clean, heat or cool then place, or look at an object under
+    a lamp. Games come from the bundled generated set (``source="bundled"``, splits
+    ``train``, ``valid_seen``, ``valid_unseen``) or from real ALFWorld data
+    (``source="alfworld"`` with ``$ALFWORLD_DATA`` or ``data_dir=``). Two engines play them:
+    ``engine="native"`` (default, plain Python) and ``engine="upstream"`` (textworld + Fast
+    Downward, the oracle); a real game the native engine does not model runs upstream.
+    Keywords: ``engine``, ``source``, ``data_dir``, plus the common ``reward_scheme``,
+    ``max_steps`` and ``render_mode``. Reset options: ``task_id``, ``split``.
+
+    ## Action space
+
+    A text command of at most 256 characters, e.g. ``go to fridge 1``, ``take mug 1 from
+    countertop 1``, ``heat mug 1 with microwave 1``. ``info["admissible_actions"]`` lists the
+    commands the current state allows; any other text is answered ``Nothing happens.`` and
+    counted invalid (``info["action_valid"]`` false).
+
+    ## Observation
+
+    Text of at most 8192 characters: at reset the room description ending in ``Your task is
+    to: ...``, after each step the engine's feedback (what the agent sees, holds or did).
+
+    ## Rewards
+
+    By the ``reward_scheme``: by default +10 for winning, 0 otherwise, and -0.1 for each
+    invalid command; ``"native"`` gives 1.0 for a win. ``info["score"]`` is 1.0 once won.
+
+    ## Termination
+
+    ``terminated`` once the goal holds (:mod:`~aem_envs.alfworld.grading`); ``truncated``
+    after ``max_steps`` commands (default 50).
+
+    ## Registered ids
+
+    - ``aem/ALFWorld-v0``
     """
 
     splits: ClassVar[tuple[str, ...]] = SPLITS

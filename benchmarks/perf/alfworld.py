@@ -25,9 +25,9 @@ import numpy as np
 
 from aem_envs.alfworld import expert
 from aem_envs.alfworld.env import ALFWorldEnv
-from aem_envs.alfworld.games import bundled_games
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import TASK_TYPES
+from aem_envs.alfworld.tasks import bundled_games
 from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "alfworld"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from aem_envs.alfworld import upstream
-from aem_envs.alfworld.games import bundled_games
 from aem_envs.alfworld.pddl import game_dict
+from aem_envs.alfworld.tasks import bundled_games
 from aem_envs.core.errors import install_command
 from tests.conftest import _need
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from aem_envs.alfworld.env import ALFWorldEnv
-from aem_envs.alfworld.games import SPLITS, bundled_games
 from aem_envs.alfworld.pddl import TASK_TYPES
+from aem_envs.alfworld.tasks import SPLITS, bundled_games
 from aem_envs.core.errors import (
     NO_DEPS_PACKAGES,
     AEMError,

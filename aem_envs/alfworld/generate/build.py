@@ -1,39 +1,20 @@
-"""The seeded generator of the bundled ALFWorld games (``python -m aem_envs.alfworld.generate``).
+"""One bundled ALFWorld game: a room from a floor plan, a goal, the expert's plan, verified.
 
-Real ALFWorld games cannot be downloaded here, but the ``alfworld`` wheel ships what it
-takes to build games of the same form: the receptacle sets (ids and interaction points) of
-the 120 AI2-THOR floor plans, the object types of each plan, ALFRED's affordances and
-what-fits-where tables, and the goal library (PDDL goals and instruction templates). A game
-is a room built from one floor plan — every receptacle of the plan and one to three
-instances of each object type it holds, as in ALFRED's scene randomisation — plus a goal
-drawn for one of the six task types, written as an ALFRED-form PDDL problem.
-
-Every game's plan is built by the expert (:mod:`~aem_envs.alfworld.expert`) and replayed on
-the upstream engine; a game is kept only if the replay wins and every observation matches
-the native engine's. Generation runs at development time (it needs the ``alfworld`` extra);
-each game is seeded by its own (seed, split, task type, index), so any one can be rebuilt
-alone to check the generator is deterministic.
+Deterministic in (seed, split, task type, index), so any one game can be rebuilt alone; the
+wheel's tables (floor plans, affordances, goal library) are the only inputs.
 """
 
 from __future__ import annotations
 
-import argparse
-import gzip
 import importlib.resources
 import json
-import multiprocessing
 import random
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aem_envs.alfworld import expert
-from aem_envs.alfworld.games import DATA_DIR, INDEX_FILE, SPLITS, split_file
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import (
-    TASK_TYPES,
     Goal,
     Item,
     Receptacle,
@@ -44,11 +25,8 @@ from aem_envs.alfworld.pddl import (
     wheel_module,
 )
 from aem_envs.alfworld.upstream import UpstreamEngine
-from aem_envs.core.io import atomic_write_bytes, atomic_write_json
 
 DEFAULT_SEED = 20210601
-#: Games per task type in each split (train ≥ 60, eval ≥ 12 as the issue asks).
-DEFAULT_COUNTS = {"train": 60, "valid_seen": 12, "valid_unseen": 12}
 #: ALFWorld's valid_unseen scenes, held out of train and valid_seen here as well.
 UNSEEN_FLOOR_PLANS = frozenset({10, 219, 308, 424})
 ROOM_TYPES = {"Kitchen": range(1, 31), "LivingRoom": range(201, 231)}
@@ -263,69 +241,3 @@ def verify(
             raise GenerationError(f"observations differ: upstream {up!r} vs native {nat!r}")
     if not engine.won() or not native.won():
         raise GenerationError(f"the plan does not win (upstream {engine.won()})")
-
-
-_WORKER: dict[str, Any] = {}
-
-
-def _work(job: tuple[int, str, str, int]) -> dict[str, Any] | str:
-    """Pool worker: one game, or the reason it was rejected (one engine per process)."""
-    if not _WORKER:
-        _WORKER["vocab"] = Vocabulary.from_wheel()
-        _WORKER["engine"] = UpstreamEngine()
-    try:
-        return generate_game(*job, engine=_WORKER["engine"], vocab=_WORKER["vocab"])
-    except GenerationError as exc:
-        return f"{job}: {exc}"
-
-
-def write_split(games: list[dict[str, Any]], path: Path) -> None:
-    """gzip with a fixed mtime so the same games give the same bytes."""
-    body = "".join(json.dumps(g, sort_keys=True, separators=(",", ":")) + "\n" for g in games)
-    atomic_write_bytes(path, gzip.compress(body.encode(), compresslevel=9, mtime=0))
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--out", type=Path, default=DATA_DIR)
-    parser.add_argument("--jobs", type=int, default=2, help="worker processes")
-    parser.add_argument("--splits", nargs="*", choices=SPLITS, default=list(SPLITS))
-    for split, count in DEFAULT_COUNTS.items():
-        parser.add_argument(f"--{split.replace('_', '-')}", type=int, default=count, dest=split)
-    args = parser.parse_args(argv)
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        for split in args.splits:
-            start = time.monotonic()
-            count = getattr(args, split)
-            jobs = [(args.seed, split, t, i) for t in TASK_TYPES for i in range(count)]
-            games = []
-            for result in pool.imap(_work, jobs):
-                if isinstance(result, str):
-                    print(f"rejected {result}", file=sys.stderr, flush=True)
-                else:
-                    games.append(result)
-            write_split(games, split_file(split, args.out))
-            print(f"{split}: {len(games)} games in {time.monotonic() - start:.0f}s", flush=True)
-    write_index(args.out, args.seed)
-    return 0
-
-
-def write_index(out: Path, seed: int) -> None:
-    """Count the games of every split file in ``out`` into its index (what ``aem envs`` shows).
-
-    Counted from the files rather than from this run so that splits generated by separate
-    runs (``--splits``) end up in one index.
-    """
-    index = {}
-    for split in SPLITS:
-        path = split_file(split, out)
-        if path.exists():
-            with gzip.open(path, "rt") as fh:
-                types = [json.loads(line)["task_type"] for line in fh]
-            index[split] = {t: types.count(t) for t in TASK_TYPES}
-    atomic_write_json(out / INDEX_FILE.name, {"seed": seed, "splits": index})
-
-
-if __name__ == "__main__":
-    sys.exit(main())

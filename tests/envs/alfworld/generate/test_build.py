@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from aem_envs.alfworld import generate
-from aem_envs.alfworld.games import INDEX_FILE, bundled_games
+from aem_envs.alfworld.generate import build
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import TASK_TYPES, Goal, Vocabulary
+from aem_envs.alfworld.tasks import INDEX_FILE, bundled_games
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def test_bundled_games_rebuild_identically(split: str, vocab: Vocabulary) -> Non
     games = bundled_games(split)
     for task_type in TASK_TYPES:
         for index in (0, 1):
-            rebuilt = generate.build_game(_seed(), split, task_type, index, vocab)
+            rebuilt = build.build_game(_seed(), split, task_type, index, vocab)
             stored = games[rebuilt["id"]]
             assert rebuilt["problem"] == stored.problem
             assert tuple(rebuilt["plan"]) == stored.plan
@@ -35,10 +35,10 @@ def test_bundled_games_rebuild_identically(split: str, vocab: Vocabulary) -> Non
 
 def test_eval_splits_keep_to_their_floor_plans() -> None:
     for task_type in TASK_TYPES:
-        seen = set(generate.floor_plans_for(task_type, "valid_seen"))
-        unseen = set(generate.floor_plans_for(task_type, "valid_unseen"))
-        assert unseen and seen and unseen <= generate.UNSEEN_FLOOR_PLANS
-        assert not seen & generate.UNSEEN_FLOOR_PLANS
+        seen = set(build.floor_plans_for(task_type, "valid_seen"))
+        unseen = set(build.floor_plans_for(task_type, "valid_unseen"))
+        assert unseen and seen and unseen <= build.UNSEEN_FLOOR_PLANS
+        assert not seen & build.UNSEEN_FLOOR_PLANS
 
 
 def test_rooms_are_dense_and_goals_not_already_met() -> None:
@@ -55,13 +55,13 @@ def test_generate_game_verifies_on_the_upstream_engine(vocab: Vocabulary) -> Non
 
     engine = UpstreamEngine()
     try:
-        game = generate.generate_game(
+        game = build.generate_game(
             _seed(), "valid_unseen", "look_at_obj_in_light", 0, engine=engine, vocab=vocab
         )
         assert game["problem"] == bundled_games("valid_unseen")[game["id"]].problem
         broken = game["plan"][:-1]
-        with pytest.raises(generate.GenerationError, match="does not win"):
-            generate.verify(
+        with pytest.raises(build.GenerationError, match="does not win"):
+            build.verify(
                 game["problem"],
                 Goal("look_at_obj_in_light", **game["goal"]),
                 game["instruction"],

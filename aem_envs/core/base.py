@@ -87,7 +87,10 @@ class TextEnv(gym.Env[str, str]):
     :class:`~aem_envs.core.errors.EnvClosedError`.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    # An instance attribute in gymnasium.Env (a subclass may set its own), so no ClassVar.
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 4}  # noqa: RUF012
+    #: Constructor arguments, recorded by ``__new__`` for pickling (``__reduce__``).
+    _init_args: tuple[tuple[Any, ...], dict[str, Any]]
     #: Longest observation the env emits; longer text is clipped with a marker.
     max_observation_length: ClassVar[int] = 1 << 16
     #: Longest action accepted; longer strings are invalid actions (never an exception).
@@ -120,9 +123,12 @@ class TextEnv(gym.Env[str, str]):
         self.reward_scheme = RewardScheme.coerce(reward_scheme)
         self._max_steps_given = max_steps is not None
         self.max_steps = self._checked_limit("max_steps", max_steps)
-        vocab = {"vocabulary": self.action_vocabulary} if self.action_vocabulary else {}
         self.observation_space = TextSpace(self.max_observation_length)
-        self.action_space = TextSpace(self.max_action_length, **vocab)
+        self.action_space = (
+            TextSpace(self.max_action_length, vocabulary=self.action_vocabulary)
+            if self.action_vocabulary
+            else TextSpace(self.max_action_length)
+        )
         self.task: Task | None = None
         self._episode: _Episode | None = None
         self._steps = 0
@@ -183,7 +189,7 @@ class TextEnv(gym.Env[str, str]):
             )
         super().reset(seed=seed)
         options = dict(options or {})
-        self._episode = _Episode(copy.deepcopy(self.np_random.bit_generator.state), options)
+        self._episode = _Episode(copy.deepcopy(dict(self.np_random.bit_generator.state)), options)
         return self._begin(options)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

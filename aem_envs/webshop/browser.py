@@ -161,8 +161,38 @@ class BrowserClient(SiteClient):
 
 
 class WebShopBrowserEnv(WebShopEnv):
-    """WebShop in headless Chromium; same constructor as :class:`WebShopEnv` plus
-    ``chromium_path`` / ``chromedriver_path``, and ``render_mode="rgb_array"`` screenshots."""
+    """WebShop in headless Chromium: :class:`WebShopEnv`'s episodes on a served site.
+
+    ## Description
+
+    :class:`WebShopEnv`'s goals, splits and keywords, plus ``chromium_path`` /
+    ``chromedriver_path``; the site is served on 127.0.0.1 and Chromium drives it through
+    Selenium (see the module docstring). The browser starts on the first ``reset``.
+
+    ## Action space
+
+    As :class:`WebShopEnv`: ``click[...]`` clicks the element in the live page,
+    ``search[...]`` types into the search box and clicks Search.
+
+    ## Observation
+
+    As :class:`WebShopEnv`, read from the live DOM: ``text`` and ``text_rich`` equal text
+    mode's; ``html`` is the live DOM's serialization and ``url`` the live address (with the
+    server's port). ``render_mode="rgb_array"`` renders screenshots.
+
+    ## Rewards
+
+    As :class:`WebShopEnv`, read from the done page.
+
+    ## Termination
+
+    As :class:`WebShopEnv`: ``terminated`` on ``buy now``, ``truncated`` after ``max_steps``
+    (default 15).
+
+    ## Registered ids
+
+    - ``aem/WebShopBrowser-v0``
+    """
 
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["ansi", "human", "rgb_array"],

@@ -1,39 +1,8 @@
 """``aem/WebShop-v0``: the WebShop shopping site as a text environment, in-process.
 
-An episode is one goal (a shopping instruction). The agent acts on the site the way the
-original ``WebAgentTextEnv`` does:
-
-* ``search[query]`` where the page shows a search bar (the search page); the query is
-  lower-cased with control characters dropped, and BM25 returns the top 50, 10 per page;
-* ``click[label]`` on one of the page's clickables, lower-cased: buttons (``back to search``,
-  ``next >``, ``< prev``, ``description``, ``features``, ``reviews``, ``buy now``), product
-  asins on result pages and option values on item pages. ``< prev`` goes back one level
-  (results page − 1, item → results, sub-page → item); clicking an option selects it;
-  ``buy now`` ends the episode with the WebShop reward of the product and options bought.
-
-Anything else changes nothing and is an invalid action: the observation says why, followed by
-the unchanged page. ``info["admissible_actions"]`` lists ``click[...]`` for every clickable and,
-where a search bar is shown, the template ``search[<query>]``: it stands for any query (sent
-literally it searches for "<query>"), since the space of queries is open.
-
-Observation modes (``observation_mode=``): ``text`` (default; visible text joined by
-``[SEP]``), ``text_rich`` (``[button] x [button_]``, ``[clicked button] ...``), ``html`` and
-``url`` (under the original's ``http://127.0.0.1:3000``). ``info["score"]`` is the WebShop
-reward in [0, 1]; ``won`` ⇔ reward = 1; after ``buy now`` ``info`` also carries the ``asin``,
-the ``options`` and the ``reward_breakdown``. Episodes end after 15 steps by default.
-
-Splits are the catalog's (paper-style: ``test`` = first 500 shuffled goals, ``eval`` = next
-1000, ``train`` = the rest); ``reset`` without options draws from ``train``, as every env does
-(a catalog under 1,500 goals has none: pass ``options={"split": "test"}``). ``task_type`` is
-the goal's category (beauty, food, fashion, furniture, electronics).
-
-The reward's ``title_score`` tags nouns with ``noun_tagger=``: ``"lexicon"`` (default, built
-in), ``"spacy"`` / ``"spacy:<model>"`` (the original's tagging, when the user has installed
-spaCy and ``en_core_web_sm``) or any object with a ``nouns(text)`` method
-(:mod:`aem_envs.webshop.nouns`).
-
-Data: the bundled generated catalog, or ``catalog=`` (a :class:`Catalog`), or ``data_dir=``
-(a folder of the original JSON files, see :func:`aem_envs.webshop.data.load_original`).
+The site (:mod:`~aem_envs.webshop.site`) runs in this process and the env reads its pages the
+way the original ``WebAgentTextEnv`` does; :class:`SiteClient` is the seam the browser env
+(:mod:`~aem_envs.webshop.browser`) replaces with Chromium.
 """
 
 from __future__ import annotations
@@ -53,7 +22,7 @@ from aem_envs.webshop.site.app import Site, normalize_query
 from aem_envs.webshop.site.page import Clickable, PageView, parse_html
 
 OBSERVATION_MODES = ("text", "text_rich", "html", "url")
-#: Stands for "any query" in ``admissible_actions`` (see the module docstring).
+#: Stands for "any query" in ``admissible_actions`` (see :class:`WebShopEnv`).
 SEARCH_TEMPLATE = "search[<query>]"
 _ACTION = re.compile(r"\s*(\w+)\s*\[(.*)\]\s*", re.DOTALL)
 
@@ -121,13 +90,73 @@ class SiteClient:
 
 
 def _load_catalog(data_dir: str | Path | None) -> Catalog:
-    from aem_envs.webshop import data
+    from aem_envs.webshop import tasks
 
-    return data.bundled_catalog() if data_dir is None else data.load_original(data_dir)
+    return tasks.bundled_catalog() if data_dir is None else tasks.load_original(data_dir)
 
 
 class WebShopEnv(TextEnv):
-    """WebShop (Yao et al. 2022) in text mode; see the module docstring for actions and modes."""
+    """WebShop (Yao et al. 2022) in text mode: find and buy the product an instruction asks for.
+
+    ## Description
+
+    An episode is one goal, a shopping instruction such as "i need a sulfate free shampoo
+    for dry hair in size 16 fl oz, and price lower than 30.00 dollars". The agent searches the
+    catalog (BM25, top 50, 10 per page), opens products, chooses options and buys. Goals come
+    from the bundled generated catalog, ``catalog=`` (a :class:`Catalog`) or ``data_dir=`` (a
+    folder of the original JSON files, see :func:`aem_envs.webshop.tasks.load_original`).
+    Splits are paper-style: ``test`` = the first 500 shuffled goals, ``eval`` = the next 1000,
+    ``train`` = the rest; ``reset`` without options draws from ``train`` (a catalog under
+    1,500 goals has none: pass ``options={"split": "test"}``). ``task_type`` is the goal's
+    category (beauty, food, fashion, furniture, electronics). Keywords:
+    ``observation_mode``, ``catalog``, ``data_dir``, ``noun_tagger``, plus the common
+    ``reward_scheme``, ``max_steps`` and ``render_mode``.
+
+    ## Action space
+
+    Text, one of:
+
+    * ``search[query]`` where the page shows a search bar (the search page); the query is
+      lower-cased with control characters dropped;
+    * ``click[label]`` on one of the page's clickables, lower-cased: buttons (``back to
+      search``, ``next >``, ``< prev``, ``description``, ``features``, ``reviews``, ``buy
+      now``), product asins on result pages and option values on item pages. ``< prev`` goes
+      back one level (results page − 1, item → results, sub-page → item); clicking an option
+      selects it.
+
+    Anything else changes nothing and is an invalid action: the observation says why,
+    followed by the unchanged page. ``info["admissible_actions"]`` lists ``click[...]`` for
+    every clickable and, where a search bar is shown, the template ``search[<query>]``: it
+    stands for any query (sent literally it searches for "<query>"), since the space of
+    queries is open.
+
+    ## Observation
+
+    The current page, by ``observation_mode``: ``text`` (default; visible text joined by
+    ``[SEP]``), ``text_rich`` (``[button] x [button_]``, ``[clicked button] ...``), ``html``
+    or ``url`` (under the original's ``http://127.0.0.1:3000``).
+
+    ## Rewards
+
+    ``buy now`` is graded with WebShop's reward (:mod:`~aem_envs.webshop.grading`): the
+    share of the goal's attributes, options and price bound the bought product meets, scaled
+    by a product-type match; ``info["score"]`` is that reward in [0, 1], ``won`` ⇔ it is 1,
+    and ``info`` also carries the ``asin``, the ``options`` and the ``reward_breakdown``. The
+    step reward follows ``reward_scheme``: by default +10 for a win, 0 otherwise, and -0.1
+    per invalid action; ``"native"`` gives the score itself. The reward's ``title_score``
+    tags nouns with ``noun_tagger=``: ``"lexicon"`` (default, built in), ``"spacy"`` /
+    ``"spacy:<model>"`` (the original's tagging, when spaCy and ``en_core_web_sm`` are
+    installed) or any object with a ``nouns(text)`` method (:mod:`aem_envs.webshop.nouns`).
+
+    ## Termination
+
+    ``terminated`` on ``buy now``; ``truncated`` after ``max_steps`` actions (default 15).
+
+    ## Registered ids
+
+    - ``aem/WebShop-v0`` (this class); ``aem/WebShopBrowser-v0`` is
+      :class:`~aem_envs.webshop.browser.WebShopBrowserEnv`.
+    """
 
     splits: ClassVar[tuple[str, ...]] = ("test", "eval", "train")
     default_max_steps: ClassVar[int] = 15
@@ -259,9 +288,9 @@ class WebShopEnv(TextEnv):
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:
         """Goals of the bundled catalog per split and category, from its manifest."""
-        from aem_envs.webshop.data import BUNDLED_DIR
+        from aem_envs.webshop.tasks import DATA_DIR
 
-        counts = json.loads((BUNDLED_DIR / "manifest.json").read_text())["task_types"]
+        counts = json.loads((DATA_DIR / "manifest.json").read_text())["task_types"]
         return {split: counts.get(split, {}) for split in cls.splits}
 
     def close(self) -> None:

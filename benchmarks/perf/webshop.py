@@ -126,7 +126,7 @@ def prepare(size: int) -> None:
     folder = catalog_dir(size)
     if folder is None or (folder / "manifest.json").is_file():
         return
-    from aem_envs.webshop.generate import write_catalog
+    from aem_envs.webshop.generate.build import write_catalog
 
     write_catalog(size, LARGE_GOALS, LARGE_SEED, folder, compress=False)
 

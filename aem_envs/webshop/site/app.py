@@ -157,7 +157,7 @@ class Site:
         """The WebShop reward breakdown of buying ``product`` with ``options`` for ``goal``."""
         # Imported here so that the package imports without the 'webshop' extra (rapidfuzz).
         require("webshop", "rapidfuzz", feature="The WebShop reward")
-        from aem_envs.webshop.reward import get_reward
+        from aem_envs.webshop.grading import get_reward
 
         if self._tagger is None and self._tagger_factory is not None:
             self._tagger = self._tagger_factory()

@@ -11,7 +11,7 @@ from aem_envs.core.errors import AEMError, MissingDependencyError
 from aem_envs.webshop import search
 from aem_envs.webshop.catalog import Catalog
 from aem_envs.webshop.env import SEARCH_TEMPLATE, WebShopEnv, parse_action
-from aem_envs.webshop.generate import generate_catalog, write_catalog
+from aem_envs.webshop.generate.build import generate_catalog, write_catalog
 
 #: The fixture catalog's 30 goals all fall in ``test`` (the first 500 goals, as in WebShop).
 TEST_SPLIT = {"split": "test"}

@@ -8,7 +8,7 @@ import pytest
 
 from aem_envs.webshop import search
 from aem_envs.webshop.catalog import Catalog
-from aem_envs.webshop.generate import generate_catalog
+from aem_envs.webshop.generate.build import generate_catalog
 from aem_envs.webshop.search import SearchEngine, document_text, engine_for, tokenize
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from aem_envs.webshop.catalog import Catalog
-from aem_envs.webshop.generate import generate_catalog
-from aem_envs.webshop.reward import get_reward
+from aem_envs.webshop.generate.build import generate_catalog
+from aem_envs.webshop.grading import get_reward
 from aem_envs.webshop.site.app import PER_PAGE, Site, normalize_query, price_tag
 from aem_envs.webshop.site.page import parse_html
 from aem_envs.webshop.site.server import SiteServer

@@ -10,14 +10,7 @@ import pytest
 
 from aem_envs.core.errors import DataError, MissingDependencyError
 from aem_envs.webshop.catalog import Goal, Product
-from aem_envs.webshop.data import bundled_catalog
-from aem_envs.webshop.nouns import (
-    LexiconNounTagger,
-    NounTagger,
-    default_noun_tagger,
-    get_noun_tagger,
-)
-from aem_envs.webshop.reward import (
+from aem_envs.webshop.grading import (
     attribute_matches,
     fuzzy_match,
     get_reward,
@@ -25,6 +18,13 @@ from aem_envs.webshop.reward import (
     option_matches,
     title_score,
 )
+from aem_envs.webshop.nouns import (
+    LexiconNounTagger,
+    NounTagger,
+    default_noun_tagger,
+    get_noun_tagger,
+)
+from aem_envs.webshop.tasks import bundled_catalog
 
 
 class WordTagger:

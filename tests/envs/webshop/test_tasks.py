@@ -11,20 +11,16 @@ from typing import Any
 import pytest
 
 from aem_envs.core.errors import DataError
-from aem_envs.webshop.data import (
-    BUNDLED_DIR,
-    DUMMY_ATTRIBUTE,
-    NO_PRICE_BOUND,
-    JsonArrayText,
-    bundled_catalog,
-    load_original,
-    parse_price,
-    price_bound,
-    read_original,
-    write_original,
-)
 from aem_envs.webshop.env import WebShopEnv
-from aem_envs.webshop.generate import generate_catalog, generate_records, split_category_counts
+from aem_envs.webshop.generate.build import (
+    generate_catalog,
+    generate_records,
+    split_category_counts,
+)
+from aem_envs.webshop.goals import NO_PRICE_BOUND, price_bound
+from aem_envs.webshop.products import DUMMY_ATTRIBUTE, parse_price
+from aem_envs.webshop.records import JsonArrayText, read_original, write_original
+from aem_envs.webshop.tasks import DATA_DIR, bundled_catalog, load_original
 
 
 def product(asin: str, **fields: Any) -> dict[str, Any]:
@@ -396,7 +392,7 @@ def test_bundled_catalog() -> None:
         "electronics",
     }
     assert all(goal.asin in catalog.by_asin for goal in catalog.goals)
-    manifest = json.loads((BUNDLED_DIR / "manifest.json").read_text())
+    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
     assert manifest["content_hash"] == catalog.content_hash
     assert manifest["products"] == len(catalog.products)
     # `aem envs` reads the per-split counts from the manifest instead of the catalog.

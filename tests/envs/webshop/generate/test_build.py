@@ -11,17 +11,18 @@ import pytest
 
 from aem_envs.core.errors import DataError
 from aem_envs.webshop.catalog import Catalog
-from aem_envs.webshop.data import BUNDLED_DIR, NO_PRICE_BOUND, bundled_catalog, load_original
-from aem_envs.webshop.generate import (
+from aem_envs.webshop.generate.__main__ import main
+from aem_envs.webshop.generate.build import (
     BUNDLED_GOALS,
     BUNDLED_PRODUCTS,
     BUNDLED_SEED,
-    CATEGORIES,
     generate_catalog,
     generate_records,
-    main,
 )
-from aem_envs.webshop.reward import get_reward
+from aem_envs.webshop.generate.vocabulary import vocabulary
+from aem_envs.webshop.goals import NO_PRICE_BOUND
+from aem_envs.webshop.grading import get_reward
+from aem_envs.webshop.tasks import DATA_DIR, bundled_catalog, load_original
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +47,7 @@ def test_requested_sizes(catalog: Catalog) -> None:
 
 
 def test_products_look_like_webshop_products(catalog: Catalog) -> None:
-    roots = {c.name: c.root for c in CATEGORIES}
+    roots = {c.name: c.root for c in vocabulary().categories}
     assert {p.category for p in catalog.products} == set(roots)
     for p in catalog.products:
         levels = p.product_category.split(" › ")
@@ -67,7 +68,7 @@ def test_products_look_like_webshop_products(catalog: Catalog) -> None:
 
 
 def test_goal_instructions_name_type_attributes_options_and_price(catalog: Catalog) -> None:
-    nouns = {t.query: t.noun for c in CATEGORIES for t in c.types}
+    nouns = {t.query: t.noun for c in vocabulary().categories for t in c.types}
     for goal in catalog.goals:
         product = catalog.by_asin[goal.asin]
         text = goal.instruction
@@ -148,7 +149,7 @@ def test_command_line_plain_json(tmp_path: Path) -> None:
 def test_bundled_files_are_the_generators_output() -> None:
     """The shipped catalog is reproducible: regenerating it gives the same content."""
     bundled = bundled_catalog()
-    manifest = json.loads((BUNDLED_DIR / "manifest.json").read_text())
+    manifest = json.loads((DATA_DIR / "manifest.json").read_text())
     regenerated = generate_catalog(BUNDLED_PRODUCTS, BUNDLED_GOALS, BUNDLED_SEED)
     assert manifest["seed"] == BUNDLED_SEED
     assert regenerated.content_hash == bundled.content_hash

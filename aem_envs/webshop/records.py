@@ -1,0 +1,240 @@
+"""The original WebShop files, read and written as raw records (not yet interpreted).
+
+The original WebShop ships its data as JSON files (``items_shuffle*.json`` for products,
+``items_ins_v2*.json`` for attributes and synthetic instructions, ``items_human_ins.json`` for
+human instructions, ``reviews.json`` for reviews). Users who have them point
+:func:`~aem_envs.webshop.tasks.load_original` at their folder; the bundled catalog is the same
+set of files, made by :mod:`aem_envs.webshop.generate` and shipped gzipped, read through the
+very same code. :mod:`~aem_envs.webshop.products` and :mod:`~aem_envs.webshop.goals` interpret
+the records.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.errors import DataError
+from aem_envs.core.io import atomic_write_bytes
+
+PRODUCTS_STEM = "items_shuffle"
+ATTRIBUTES_STEM = "items_ins_v2"
+HUMAN_FILE = "items_human_ins"
+REVIEWS_FILE = "reviews"
+
+
+def expect(value: Any, kind: type | tuple[type, ...], file: str, field: str, what: str) -> None:
+    """Raise a :class:`DataError` naming the file and field unless ``value`` is a ``kind``."""
+    if not isinstance(value, kind):
+        raise DataError(
+            f"{file}: field '{field}' should be {what}, got {type(value).__name__}; "
+            "the file is not in the WebShop format"
+        )
+
+
+@dataclass(frozen=True)
+class OriginalRecords:
+    """The raw JSON content of one WebShop data folder (or of a generated catalog).
+
+    Why a separate stage: the generator produces these records directly, so generating a
+    catalog and writing-then-loading it run the same parsing code and give equal catalogs.
+    """
+
+    #: Product records in file order; read from a file, each is decoded when iterated.
+    products: Iterable[dict[str, Any]]
+    attributes: dict[str, dict[str, Any]]
+    human_instructions: dict[str, list[dict[str, Any]]]
+    reviews: list[dict[str, Any]]
+    #: Record kind → the file name it came from, for error messages.
+    files: Mapping[str, str]
+    #: Hash of the files' bytes (of their encoding, for records made in memory).
+    digest: str
+
+    @classmethod
+    def from_content(
+        cls,
+        products: list[dict[str, Any]],
+        attributes: dict[str, dict[str, Any]],
+        human_instructions: dict[str, list[dict[str, Any]]],
+        reviews: list[dict[str, Any]],
+        files: Mapping[str, str],
+    ) -> OriginalRecords:
+        """Records made in memory, hashed as :func:`write_original` would write them."""
+        parts = (products, attributes, human_instructions, reviews)
+        digest = _digest([_file_digest(encode_json(part)) for part in parts])
+        return cls(products, attributes, human_instructions, reviews, files, digest)
+
+    def encoded(self) -> dict[str, bytes]:
+        """File stem → the bytes :func:`write_original` writes (before compression)."""
+        return {
+            PRODUCTS_STEM: encode_json(list(self.products)),
+            ATTRIBUTES_STEM: encode_json(self.attributes),
+            HUMAN_FILE: encode_json(self.human_instructions),
+            REVIEWS_FILE: encode_json(self.reviews),
+        }
+
+
+def encode_json(content: Any) -> bytes:
+    """The compact JSON encoding the writer uses (and the digest of in-memory records hashes)."""
+    return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _file_digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _digest(file_digests: Sequence[str]) -> str:
+    return hashlib.sha256(" ".join(file_digests).encode("ascii")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------- files
+
+
+def _candidates(directory: Path, stem: str) -> list[Path]:
+    return sorted(
+        path
+        for pattern in (f"{stem}*.json", f"{stem}*.json.gz")
+        for path in directory.glob(pattern)
+        if path.is_file()
+    )
+
+
+def _pick(directory: Path, stem: str) -> Path | None:
+    """The one file of a kind; the unsuffixed name wins when several variants are present."""
+    found = _candidates(directory, stem)
+    exact = [p for p in found if p.name in (f"{stem}.json", f"{stem}.json.gz")]
+    if exact:
+        return exact[0]
+    if len(found) <= 1:
+        return found[0] if found else None
+    names = ", ".join(p.name for p in found)
+    raise DataError(
+        f"{directory}: several {stem}*.json files ({names}); keep one of them in the folder "
+        f"or rename the one to use to {stem}.json"
+    )
+
+
+def _read_text(path: Path) -> tuple[str, str]:
+    """A file's (decompressed) text and the digest of its bytes.
+
+    Why not keep the bytes: a large catalog's file is hundreds of MB, freed here at once.
+    """
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        return raw.decode("utf-8"), _file_digest(raw)
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise DataError(f"{path}: cannot read the file ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc}); re-download or regenerate it") from exc
+
+
+def _invalid_json(file: str, exc: Exception) -> DataError:
+    return DataError(f"{file}: not valid JSON ({exc}); re-download or regenerate it")
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
+    """A file's parsed content and the digest of its bytes."""
+    text, digest = _read_text(path)
+    try:
+        return json.loads(text), digest
+    except json.JSONDecodeError as exc:
+        raise _invalid_json(str(path), exc) from exc
+
+
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _skip_space(text: str, at: int) -> int:
+    match = _JSON_SPACE.match(text, at)
+    return match.end() if match else at
+
+
+class JsonArrayText:
+    """The elements of a JSON array, decoded one at a time each time it is iterated.
+
+    Why: decoding a products file whole holds every record's dict at once — for 100k
+    products about twice the memory of the finished catalog, left fragmented afterwards.
+    Decoding element by element keeps one record alive at a time.
+    """
+
+    def __init__(self, text: str, file: str) -> None:
+        self._text = text
+        self._file = file
+
+    def __iter__(self) -> Iterator[Any]:
+        text, file = self._text, self._file
+        decoder = json.JSONDecoder()
+        at = _skip_space(text, 0)
+        if not text.startswith("[", at):
+            raise DataError(
+                f"{file}: field 'top level' should be a list of products; "
+                "the file is not in the WebShop format"
+            )
+        at = _skip_space(text, at + 1)
+        if text.startswith("]", at):
+            return
+        while True:
+            try:
+                element, at = decoder.raw_decode(text, at)
+            except json.JSONDecodeError as exc:
+                raise _invalid_json(file, exc) from exc
+            yield element
+            at = _skip_space(text, at)
+            if text.startswith(",", at):
+                at = _skip_space(text, at + 1)
+            elif text.startswith("]", at) and not text[at + 1 :].strip():
+                return
+            else:
+                raise _invalid_json(file, ValueError(f"expected ',' or ']' at character {at}"))
+
+
+def read_original(directory: str | Path) -> OriginalRecords:
+    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+    folder = Path(directory).expanduser()
+    if not folder.is_dir():
+        raise DataError(f"{folder}: not a folder; give the folder holding items_shuffle*.json")
+    products_path = _pick(folder, PRODUCTS_STEM)
+    attributes_path = _pick(folder, ATTRIBUTES_STEM)
+    human_path = _pick(folder, HUMAN_FILE)
+    reviews_path = _pick(folder, REVIEWS_FILE)
+    if products_path is None or attributes_path is None:
+        missing = PRODUCTS_STEM if products_path is None else ATTRIBUTES_STEM
+        raise DataError(
+            f"{folder}: no {missing}*.json file; point the loader at the folder holding "
+            "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
+        )
+    files = {"products": str(products_path), "attributes": str(attributes_path)}
+    products_text, products_digest = _read_text(products_path)
+    products = JsonArrayText(products_text, files["products"])
+    attributes, attributes_digest = _read_json(attributes_path)
+    expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
+    human: dict[str, list[dict[str, Any]]] = {}
+    human_digest = _file_digest(encode_json(human))
+    if human_path is not None:
+        files["human_instructions"] = str(human_path)
+        human, human_digest = _read_json(human_path)
+        expect(human, dict, files["human_instructions"], "top level", "an object keyed by asin")
+    reviews: list[dict[str, Any]] = []
+    reviews_digest = _file_digest(encode_json(reviews))
+    if reviews_path is not None:
+        files["reviews"] = str(reviews_path)
+        reviews, reviews_digest = _read_json(reviews_path)
+        expect(reviews, list, files["reviews"], "top level", "a list")
+    digest = _digest([products_digest, attributes_digest, human_digest, reviews_digest])
+    return OriginalRecords(products, attributes, human, reviews, files, digest)
+
+
+def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:
+    """Write records as the original files (gzipped ``.json.gz`` when ``compress``)."""
+    folder = Path(directory)
+    for stem, raw in records.encoded().items():
+        if compress:
+            atomic_write_bytes(folder / f"{stem}.json.gz", gzip.compress(raw, 9, mtime=0))
+        else:
+            atomic_write_bytes(folder / f"{stem}.json", raw)

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Bottom first; a package may import only the ones before it.
 STACK = ("sandboxes", "aem_envs", "aem_agent", "benchmarks", "aem_cli")
 #: Source trees of the bundled SWE task repositories: data, not aem code.
-DATA_TREES = ("aem_envs/swe/taskgen/repos",)
+DATA_TREES = ("aem_envs/swe/generate/repos",)
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

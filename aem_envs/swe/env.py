@@ -1,28 +1,12 @@
 """``aem/SWE-v0``: resolve a repository issue with shell commands and a file editor.
 
-Action grammar (one action per step; leading/trailing whitespace is ignored):
-
-- ``submit`` — end the episode; the working tree's diff against the base commit (new files
-  included) is graded in a fresh sandbox from the pristine image.
-- ``edit {json}`` — the file editor (:mod:`aem_envs.swe.editor`), e.g.
-  ``edit {"command": "view", "path": "pkg/mod.py", "view_range": [1, 40]}``; commands
-  ``view``, ``create``, ``str_replace``, ``insert``; paths stay inside ``/testbed``.
-- ``bash: <command>`` or any other text — one bash command run in ``/testbed`` (multi-line
-  scripts and heredocs work), killed at ``command_timeout`` seconds.
-
-Every observation starts with ``exit code: N`` and continues with the output, clipped head +
-tail. The action space is open (``admissible_actions`` is ``None``). At the step limit the
-diff is graded too. ``reward`` follows the reward scheme with ``won`` = swebench's
-``resolved`` and ``score`` = fraction of FAIL_TO_PASS tests passing (0 if any PASS_TO_PASS
-test broke); ``info["report"]`` is swebench's report.
-
-The sandbox is created on ``reset`` (constructing the env starts nothing), replaced on the
-next ``reset``, and removed when the episode ends and on ``close``.
+The sandbox (:mod:`sandboxes`) is created on ``reset`` (constructing the env starts nothing),
+replaced on the next ``reset``, and removed when the episode ends and on ``close``; grading
+(:mod:`~aem_envs.swe.grading`) runs in a fresh sandbox from the pristine image.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -31,8 +15,9 @@ from aem_envs.core.base import Outcome, Task, TextEnv
 from aem_envs.core.errors import AEMError, ArgumentError
 from aem_envs.core.rewards import RewardScheme
 from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
+from aem_envs.swe.expert import expert_plan
 from aem_envs.swe.grading import DEFAULT_EVAL_TIMEOUT, Grade, evaluate
-from aem_envs.swe.instances import (
+from aem_envs.swe.tasks import (
     SWEInstance,
     ensure_image,
     load_instances,
@@ -44,7 +29,6 @@ from sandboxes.base import Limits
 from sandboxes.errors import SandboxError
 
 WORKDIR = "/testbed"
-GOLD_PATCH_FILE = ".aem_gold.patch"
 
 INSTRUCTIONS = """\
 You are in the repository {repo} at {workdir}. Resolve the issue below; then submit.
@@ -64,14 +48,56 @@ Issue:
 class SWEEnv(TextEnv):
     """SWE-bench-style issue resolution in a sandboxed repository.
 
-    ``dataset``: a json / jsonl / parquet file in swebench's instance format (default: the
-    bundled tasks); ``bundles_dir``: a folder of ``<owner>__<name>.bundle`` git bundles to
-    build instance images from (default for the bundled tasks: the shipped bundles);
-    ``backend``: sandbox backend (``auto``, ``docker``, ``bwrap``); ``command_timeout`` and
-    ``output_chars`` bound each command; ``eval_timeout`` bounds grading; ``memory`` (Docker
-    syntax, swap included), ``cpus`` and ``pids`` bound the episode's sandbox and the grading
-    sandbox alike, so a test suite that needs more than the episode allowed fails the same
-    way in both. The defaults are :class:`sandboxes.Limits`'s.
+    ## Description
+
+    An episode is one SWE-bench instance: a repository checked out at ``/testbed`` at its
+    base commit and an issue to resolve (the first observation states it and the actions).
+    Instances come from the bundled tasks (split ``test``, :mod:`~aem_envs.swe.tasks`) or
+    ``dataset``: a json / jsonl / parquet file in swebench's instance format;
+    ``bundles_dir``: a folder of ``<owner>__<name>.bundle`` git bundles to build instance
+    images from (default for the bundled tasks: the shipped bundles). ``backend``: sandbox
+    backend (``auto``, ``docker``, ``bwrap``); ``command_timeout`` and ``output_chars`` bound
+    each command; ``eval_timeout`` bounds grading; ``memory`` (Docker syntax, swap included),
+    ``cpus`` and ``pids`` bound the episode's sandbox and the grading sandbox alike, so a
+    test suite that needs more than the episode allowed fails the same way in both. The
+    defaults are :class:`sandboxes.Limits`'s. Plus the common ``reward_scheme``,
+    ``max_steps`` and ``render_mode``.
+
+    ## Action space
+
+    Text, one action per step (leading/trailing whitespace is ignored):
+
+    - ``submit`` — end the episode; the working tree's diff against the base commit (new
+      files included) is graded.
+    - ``edit {json}`` — the file editor (:mod:`aem_envs.swe.editor`), e.g.
+      ``edit {"command": "view", "path": "pkg/mod.py", "view_range": [1, 40]}``; commands
+      ``view``, ``create``, ``str_replace``, ``insert``; paths stay inside ``/testbed``.
+    - ``bash: <command>`` or any other text — one bash command run in ``/testbed``
+      (multi-line scripts and heredocs work), killed at ``command_timeout`` seconds.
+
+    The space is open: ``info["admissible_actions"]`` is ``None``.
+
+    ## Observation
+
+    Text: at reset the instructions and the issue; after a command or an edit ``exit code:
+    N`` and the output, clipped head + tail; after grading the verdict and how many
+    FAIL_TO_PASS tests pass.
+
+    ## Rewards
+
+    By the ``reward_scheme`` with ``won`` = swebench's ``resolved`` and ``score`` = the
+    fraction of FAIL_TO_PASS tests passing (0 if any PASS_TO_PASS test broke): by default +10
+    when resolved, 0 otherwise, and -0.1 per invalid action; ``"native"`` gives the score.
+    ``info["report"]`` is swebench's report, ``info["patch"]`` the graded diff.
+
+    ## Termination
+
+    ``terminated`` on ``submit``. At ``max_steps`` actions (default 50) the diff is graded
+    too: ``terminated`` and ``truncated`` are then both true and the reward is final.
+
+    ## Registered ids
+
+    - ``aem/SWE-v0``
     """
 
     splits: ClassVar[tuple[str, ...]] = ("test",)
@@ -281,13 +307,3 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def expert_plan(gold_patch: str) -> list[str]:
-    """Write the gold patch with the editor, apply it with git in bash, remove it, submit."""
-    create = {"command": "create", "path": GOLD_PATCH_FILE, "file_text": gold_patch}
-    return [
-        "edit " + json.dumps(create),
-        f"bash: git apply {GOLD_PATCH_FILE} && rm {GOLD_PATCH_FILE}",
-        "submit",
-    ]

@@ -29,7 +29,6 @@ from types import ModuleType
 from typing import Any
 
 from aem_envs.core.errors import require
-from aem_envs.swe.instances import SWEInstance
 from aem_envs.swe.integrity import (
     PROTECTED_PATHS,
     RESTORE_SCRIPT,
@@ -37,6 +36,7 @@ from aem_envs.swe.integrity import (
     refused_paths,
     spec_test_paths,
 )
+from aem_envs.swe.tasks import SWEInstance
 
 #: Where the grading files go inside the evaluation container: a fresh directory made there
 #: (``mktemp``), not under /tmp, which the Docker backend mounts as a tmpfs that

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
-from aem_envs.swe.env import SWEEnv, expert_plan
+from aem_envs.swe.env import SWEEnv
+from aem_envs.swe.expert import expert_plan
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import gymnasium as gym
 import pytest
 
 from aem_envs.swe.env import SWEEnv
-from aem_envs.swe.instances import TASKS_DIR, read_bundled_rows
+from aem_envs.swe.tasks import DATA_DIR, read_bundled_rows
 
 IDS = sorted(row["instance_id"] for row in read_bundled_rows())
 
@@ -181,7 +181,7 @@ def test_external_jsonl_instance_grades_through_gym_make(tmp_path: Path):
     bundles = tmp_path / "bundles"
     bundles.mkdir()
     name = f"{row['repo'].replace('/', '__')}.bundle"
-    (bundles / name).write_bytes((TASKS_DIR / name).read_bytes())
+    (bundles / name).write_bytes((DATA_DIR / name).read_bytes())
     environment = gym.make("aem_envs:aem/SWE-v0", dataset=str(dataset), bundles_dir=str(bundles))
     try:
         _, info = environment.reset(seed=1)

@@ -8,7 +8,7 @@ import pytest
 
 from aem_envs.swe import integrity
 from aem_envs.swe.grading import evaluate, grade_log, make_test_spec
-from aem_envs.swe.instances import load_instances
+from aem_envs.swe.tasks import load_instances
 
 INSTANCES = load_instances()
 BY_ID = {instance.instance_id: instance for instance in INSTANCES}

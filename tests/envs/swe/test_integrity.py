@@ -15,7 +15,7 @@ import pytest
 
 from aem_envs.swe.env import SWEEnv
 from aem_envs.swe.grading import evaluate
-from aem_envs.swe.instances import load_instances
+from aem_envs.swe.tasks import load_instances
 
 TASK = "acme__durparse-201"
 INSTANCE = {i.instance_id: i for i in load_instances()}[TASK]

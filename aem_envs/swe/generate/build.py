@@ -19,8 +19,8 @@ from aem_envs.swe.evalscript import (
     files_to_run,
     make_eval_script,
 )
-from aem_envs.swe.instances import BUNDLED_INSTANCES, TASKS_DIR
-from aem_envs.swe.taskgen.spec import InstanceSpec, RepoSpec, load_repos
+from aem_envs.swe.generate.spec import InstanceSpec, RepoSpec, load_repos
+from aem_envs.swe.tasks import BUNDLED_INSTANCES, DATA_DIR
 
 AUTHOR = ("Acme Maintainers", "maintainers@acme.invalid")
 #: Commit ``i`` of every repository is dated this many days after 2024-01-01.
@@ -94,7 +94,7 @@ def run_tests(root: Path, commit: str, patch: str, eval_script: str) -> tuple[di
     git(root, "clean", "-fdxq")
     if patch:
         git(root, "apply", "-", text=patch)
-    with tempfile.TemporaryDirectory(prefix="aem-taskgen-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aem-swe-generate-") as tmp:
         shim = Path(tmp) / "bin"
         shim.mkdir()
         (shim / "python3").symlink_to(sys.executable)
@@ -192,10 +192,10 @@ def build_repo(
     return bundle.read_bytes(), rows
 
 
-def build_all(out_dir: Path = TASKS_DIR) -> list[dict[str, Any]]:
+def build_all(out_dir: Path = DATA_DIR) -> list[dict[str, Any]]:
     """Regenerate every bundle and ``instances.jsonl`` in ``out_dir``."""
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="aem-taskgen-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aem-swe-generate-") as tmp:
         for repo in load_repos():
             bundle, repo_rows = build_repo(repo, Path(tmp))
             atomic_write_bytes(out_dir / f"{repo.slug}.bundle", bundle).chmod(0o644)
@@ -216,7 +216,7 @@ def check_shipped(*, run: bool = True) -> list[str]:
     shipped = {row["instance_id"]: row for row in map(json.loads, _lines(BUNDLED_INSTANCES))}
     compared = ("FAIL_TO_PASS", "PASS_TO_PASS") if not run else ()
     problems = []
-    with tempfile.TemporaryDirectory(prefix="aem-taskgen-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="aem-swe-generate-") as tmp:
         for repo in load_repos():
             _, rows = build_repo(repo, Path(tmp), run=run)
             for row in rows:

@@ -2,7 +2,7 @@
 
 Three sources share one code path:
 
-- the bundled tasks (``tasks/instances.jsonl`` with their repositories as ``tasks/*.bundle``);
+- the bundled tasks (``data/instances.jsonl`` with their repositories as ``data/*.bundle``);
 - an external file in swebench's instance format (json / jsonl / parquet, read with
   swebench's ``load_swebench_dataset``) plus a ``bundles_dir`` holding each repository as
   ``<owner>__<name>.bundle`` (e.g. ``acme__inikit.bundle``): images are then built offline
@@ -37,8 +37,8 @@ from aem_envs.swe.evalscript import (
     make_eval_script,
 )
 
-TASKS_DIR = Path(__file__).with_name("tasks")
-BUNDLED_INSTANCES = TASKS_DIR / "instances.jsonl"
+DATA_DIR = Path(__file__).with_name("data")
+BUNDLED_INSTANCES = DATA_DIR / "instances.jsonl"
 REQUIRED_FIELDS = (
     "instance_id",
     "repo",
@@ -228,7 +228,7 @@ def load_instances(
         )
     if dataset is None:
         rows = read_bundled_rows()
-        folder = TASKS_DIR if folder is None else folder
+        folder = DATA_DIR if folder is None else folder
     else:
         rows = read_instances_file(Path(dataset))
     instances = [SWEInstance.from_dict(row, folder) for row in rows]

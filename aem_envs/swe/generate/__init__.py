@@ -7,5 +7,5 @@ a ``tasks.yaml`` that says how to break it: each instance names exact text subst
 those blocks (fixed author, dates and messages, so commit ids never change), derives each
 instance's gold ``patch`` and ``test_patch`` as git diffs, and runs the real eval script on a
 checkout to find ``FAIL_TO_PASS`` and ``PASS_TO_PASS``. Run it with
-``python -m aem_envs.swe.taskgen`` (``--check`` verifies the shipped files instead).
+``python -m aem_envs.swe.generate`` (``--check`` verifies the shipped files instead).
 """

@@ -1,15 +1,15 @@
-"""``python -m aem_envs.swe.taskgen [--check]``: regenerate or verify the bundled tasks."""
+"""``python -m aem_envs.swe.generate [--check]``: regenerate or verify the bundled tasks."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from aem_envs.swe.taskgen.build import build_all, check_shipped
+from aem_envs.swe.generate.build import build_all, check_shipped
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m aem_envs.swe.taskgen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m aem_envs.swe.generate", description=__doc__)
     parser.add_argument(
         "--check", action="store_true", help="verify the shipped tasks instead of writing them"
     )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from aem_envs.swe.taskgen.build import check_shipped
-from aem_envs.swe.taskgen.spec import load_repos, strip_task_blocks
+from aem_envs.swe.generate.build import check_shipped
+from aem_envs.swe.generate.spec import load_repos, strip_task_blocks
 
 TEXT = "a\n# aem-task: 1\none\n# aem-task-end\nb\n# aem-task: 2\ntwo\n# aem-task-end\n"
 

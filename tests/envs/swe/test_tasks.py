@@ -9,8 +9,8 @@ import pytest
 
 from aem_envs.core.errors import DataError
 from aem_envs.swe.env import SWEEnv
-from aem_envs.swe.instances import (
-    TASKS_DIR,
+from aem_envs.swe.tasks import (
+    DATA_DIR,
     ImageMissingError,
     SWEInstance,
     ensure_image,
@@ -45,7 +45,7 @@ def test_at_least_twelve_instances_over_four_repositories():
         assert set(row) >= SWEBENCH_FIELDS, row["instance_id"]
         assert json.loads(row["FAIL_TO_PASS"]) and json.loads(row["PASS_TO_PASS"])
         assert row["patch"].startswith("diff --git") and row["test_patch"].startswith("diff --git")
-        assert (TASKS_DIR / f"{row['repo'].replace('/', '__')}.bundle").is_file()
+        assert (DATA_DIR / f"{row['repo'].replace('/', '__')}.bundle").is_file()
 
 
 def test_some_test_ids_contain_spaces():
@@ -73,7 +73,7 @@ def test_external_jsonl_with_bundles_dir(tmp_path: Path):
     bundles = tmp_path / "bundles"
     bundles.mkdir()
     name = f"{row['repo'].replace('/', '__')}.bundle"
-    (bundles / name).write_bytes((TASKS_DIR / name).read_bytes())
+    (bundles / name).write_bytes((DATA_DIR / name).read_bytes())
     (instance,) = load_instances(dataset, bundles)
     assert instance.instance_id == row["instance_id"]
     assert instance.bundle == bundles / name
@@ -128,7 +128,7 @@ def test_eval_script_is_derived_when_absent():
     shipped = row.pop("eval_script")
     for key in ("log_parser", "eval_type"):
         row.pop(key)
-    instance = SWEInstance.from_dict(row, TASKS_DIR)
+    instance = SWEInstance.from_dict(row, DATA_DIR)
     assert instance.eval_script == shipped
     assert instance.spec_fields("img")["log_parser"] == "parse_log_pytest_v2"
 
@@ -150,6 +150,6 @@ def test_parquet_dataset_loads_through_swebench(tmp_path: Path):
     rows = read_bundled_rows()[:2]
     path = tmp_path / "two.parquet"
     pq.write_table(pyarrow.Table.from_pylist(rows), path)
-    loaded = load_instances(path, TASKS_DIR)
+    loaded = load_instances(path, DATA_DIR)
     assert [i.instance_id for i in loaded] == sorted(r["instance_id"] for r in rows)
     assert all(i.bundle is not None for i in loaded)

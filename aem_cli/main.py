@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from aem_envs.core.errors import AEMError
 from sandboxes.errors import SandboxError
 
-SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "bench", "train", "sft", "sandbox")
+SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "serve", "bench", "train", "sft", "sandbox")
 
 
 def build_parser() -> argparse.ArgumentParser:

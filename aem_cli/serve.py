@@ -42,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     make = functools.partial(make_env, args)
     # Make one env first: an unknown id, a bad keyword or a missing engine fails here, in one
     # line, instead of in every session.
-    probe = make()
+    try:
+        probe = make()
+    except TypeError as exc:  # what gym.make raises for a keyword the env does not take
+        raise ArgumentError(f"--env-kwargs: {exc}") from exc
     try:
         env_id = probe.spec.id if probe.spec else args.env_id
         server.check_servable(probe)

@@ -234,11 +234,14 @@ def test_unreachable_server_is_one_line_naming_aem_serve() -> None:
         _remote(f"http://127.0.0.1:{port}")
 
 
-def test_serve_an_unknown_id_fails_in_one_line_naming_the_fix(capsys) -> None:
+def test_serve_an_unknown_id_or_keyword_fails_in_one_line(capsys) -> None:
     assert main(["serve", "aem/Nope-v0"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unknown environment id 'aem/Nope-v0'" in err
     assert "`aem envs`" in err
+    assert main(["serve", "aem/ALFWorld-v0", "--env-kwargs", '{"bogus": 1}']) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unexpected keyword argument 'bogus'" in err
 
 
 def test_aem_serve_plays_and_stops_with_no_process_left() -> None:

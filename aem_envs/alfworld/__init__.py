@@ -17,6 +17,7 @@ Engine modules:
 
 - :mod:`~aem_envs.alfworld.pddl` — ALFRED-form PDDL problems, id mangling, name demangling,
   and the game dict textworld's PDDL env loads (the wheel's ``alfred.pddl`` + ``alfred.twl2``).
+- :mod:`~aem_envs.alfworld.state` — a game's layout and state, parsed from its PDDL problem.
 - :mod:`~aem_envs.alfworld.native` — the fast path: ALFRED's text semantics in plain Python.
 - :mod:`~aem_envs.alfworld.upstream` — the upstream engine (textworld ``PddlEnv`` + Fast
   Downward), the oracle.

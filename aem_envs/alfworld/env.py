@@ -15,8 +15,9 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from aem_envs.alfworld import expert, upstream
-from aem_envs.alfworld.native import Layout, NativeGame, State, UnsupportedGame, parse_problem
+from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import game_dict
+from aem_envs.alfworld.state import Layout, State, UnsupportedGame, parse_problem
 from aem_envs.alfworld.tasks import (
     SPLITS,
     GameRecord,

@@ -9,7 +9,8 @@ only if that plan also wins on the upstream engine.
 
 from __future__ import annotations
 
-from aem_envs.alfworld.native import Layout, NativeGame, State
+from aem_envs.alfworld.native import NativeGame
+from aem_envs.alfworld.state import Layout, State
 
 _TRANSFORM = {
     "pick_clean_then_place_in_recep": ("clean", "sinkbasintype", "clean"),

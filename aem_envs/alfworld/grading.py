@@ -8,13 +8,10 @@ Success is the only reward signal ALFWorld has: ``score`` is 1.0 once the goal h
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from aem_envs.alfworld.pddl import Goal
+from aem_envs.alfworld.state import Layout, State
 from aem_envs.core.errors import DataError
-
-if TYPE_CHECKING:  # native imports this module: its types are needed for annotations only
-    from aem_envs.alfworld.native import Layout, State
 
 
 def _of_type(layout: Layout, objects: Iterable[str], otype: str) -> list[str]:

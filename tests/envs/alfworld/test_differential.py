@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from aem_envs.alfworld.env import ALFWorldEnv
-from aem_envs.alfworld.native import UnsupportedGame, parse_problem
 from aem_envs.alfworld.pddl import TASK_TYPES
+from aem_envs.alfworld.state import UnsupportedGame, parse_problem
 from aem_envs.alfworld.tasks import SPLITS, bundled_games
 from aem_envs.alfworld.upstream import UpstreamEngine
 from tests.envs.alfworld.conftest import write_real_layout

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from aem_envs.alfworld.native import (
-    NOTHING_HAPPENS,
-    NativeGame,
-    UnsupportedGame,
-    display_list,
-    parse_problem,
-)
+from aem_envs.alfworld.native import NOTHING_HAPPENS, NativeGame, display_list
 from aem_envs.alfworld.pddl import Goal
-from aem_envs.core.errors import DataError
 
 GOAL = Goal("pick_and_place_simple", "Mug", "CoffeeMachine")
 INSTRUCTION = "put some mug on coffeemachine"
@@ -112,18 +105,3 @@ def test_display_list() -> None:
     assert display_list([]) == "nothing"
     assert display_list(["a x"]) == "a x"
     assert display_list(["a x", "a y", "a z"]) == "a x, a y, and a z"
-
-
-def test_unmodelled_facts_are_unsupported(kitchen_problem: str) -> None:
-    odd = kitchen_problem.replace("(:init\n", "(:init\n(levitating agent1)\n")
-    with pytest.raises(UnsupportedGame, match="levitating"):
-        parse_problem(odd)
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [("(define (problem x)", "unbalanced"), ("(foo)", "define"), ("(define (problem x))", "init")],
-)
-def test_malformed_problems_raise_data_errors(text: str, message: str) -> None:
-    with pytest.raises(DataError, match=message):
-        parse_problem(text)

@@ -88,15 +88,29 @@ def _json_action(reply: str, key: str) -> str | None:
     return value.strip() if isinstance(value, str) else None
 
 
-class LLMActionWrapper(gym.Wrapper[str, str, str, str]):
+class LLMActionWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
     """Accepts raw model replies as actions; adds ``parsed_action``/``think`` to ``info``.
 
     A reply without a valid action takes the env's invalid-action path (penalty, step
-    count, step limit) through :meth:`aem_envs.TextEnv.reject`.
+    count, step limit) through ``reject`` (:meth:`aem_envs.TextEnv.reject`), looked up with
+    ``get_wrapper_attr`` so that a wrapper between this one and the env that defines
+    ``reject`` itself (:class:`~aem_envs.wrappers.TrajectoryRecorder`) sees the rejection.
+
+    Example::
+
+        >>> import gymnasium as gym
+        >>> import aem_envs
+        >>> from aem_envs.wrappers import LLMActionWrapper
+        >>> env = LLMActionWrapper(gym.make("aem_envs:aem/ALFWorld-v0"))
+        >>> _ = env.reset(seed=0)
+        >>> _, reward, _, _, info = env.step("I would look around.")
+        >>> info["action_valid"], info["parsed_action"], reward
+        (False, None, -0.1)
     """
 
     def __init__(self, env: gym.Env[str, str], parser: ReplyParser | None = None) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(self, parser=parser)
+        gym.Wrapper.__init__(self, env)
         self.parser = parser or ReplyParser()
         if not hasattr(env.unwrapped, "reject"):
             raise TypeError("LLMActionWrapper needs an aem environment (aem_envs.TextEnv)")
@@ -104,9 +118,8 @@ class LLMActionWrapper(gym.Wrapper[str, str, str, str]):
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         parsed = self.parser.parse(action)
         if parsed.action is None:
-            obs, reward, terminated, truncated, info = self.env.unwrapped.reject(
-                f"Invalid action: {parsed.error}."
-            )
+            reject = self.env.get_wrapper_attr("reject")
+            obs, reward, terminated, truncated, info = reject(f"Invalid action: {parsed.error}.")
         else:
             obs, reward, terminated, truncated, info = self.env.step(parsed.action)
         info = {**info, "parsed_action": parsed.action, "think": parsed.think}

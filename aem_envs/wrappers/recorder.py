@@ -2,11 +2,12 @@
 
 Layout: ``<directory>/<episode_id>.jsonl``. Line 1 is a header (``kind="episode"``: env id,
 seed, reset options, task), then one line per step (``kind="step"``: action, observation,
-reward, terminated, truncated, info), then a footer (``kind="end"``: return, length, won,
-score, finished). The file appears only when the episode ends (or the env closes with an
-unfinished episode, flagged ``finished: false``), by rename from a temporary file, so a
-killed run never leaves a half-written trajectory — a reader either sees the whole
-episode or none of it.
+reward, terminated, truncated, info; a reply the env rejected through ``reject`` has
+``action: null`` and the reason in ``rejected``), then a footer (``kind="end"``: return,
+length, won, score, finished). The file appears only when the episode ends (or the env
+closes with an unfinished episode, flagged ``finished: false``), by rename from a temporary
+file, so a killed run never leaves a half-written trajectory — a reader either sees the
+whole episode or none of it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,27 @@ import gymnasium as gym
 from aem_envs.core.io import atomic_write_jsonl, jsonable
 
 
-class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
-    """Writes one ``.jsonl`` file per episode into ``directory``."""
+class TrajectoryRecorder(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
+    """Writes one ``.jsonl`` file per episode into ``directory``.
+
+    It forwards ``reject`` (the invalid-action path of :class:`aem_envs.TextEnv`) and records
+    that step too, so placed inside :class:`~aem_envs.wrappers.LLMActionWrapper` it sees the
+    parsed actions and every rejected reply.
+
+    Example::
+
+        >>> import tempfile
+        >>> import gymnasium as gym
+        >>> import aem_envs
+        >>> from aem_envs.wrappers import LLMActionWrapper, TrajectoryRecorder, read_trajectory
+        >>> recorder = TrajectoryRecorder(gym.make("aem_envs:aem/ALFWorld-v0"), tempfile.mkdtemp())
+        >>> env = LLMActionWrapper(recorder)
+        >>> _ = env.reset(seed=0)
+        >>> _ = env.step("no action here")
+        >>> env.close()
+        >>> [row["kind"] for row in read_trajectory(recorder.last_path)]
+        ['episode', 'step', 'end']
+    """
 
     def __init__(
         self,
@@ -32,7 +52,10 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
         *,
         episode_prefix: str = "",
     ) -> None:
-        super().__init__(env)
+        gym.utils.RecordConstructorArgs.__init__(
+            self, directory=directory, episode_prefix=episode_prefix
+        )
+        gym.Wrapper.__init__(self, env)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.episode_prefix = episode_prefix
@@ -66,12 +89,29 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str]):
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        obs, reward, terminated, truncated, info = self.env.step(action)
+        result = self.env.step(action)
+        shown = action if isinstance(action, str) else repr(action)
+        return self._record({"action": shown}, *result)
+
+    def reject(self, reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """The env's invalid-action step for ``reason``, recorded with ``action: null``."""
+        result = self.env.get_wrapper_attr("reject")(reason)
+        return self._record({"action": None, "rejected": reason}, *result)
+
+    def _record(
+        self,
+        row: dict[str, Any],
+        obs: str,
+        reward: float,
+        terminated: bool,
+        truncated: bool,
+        info: dict[str, Any],
+    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
         self._return += float(reward)
         self._rows.append(
             {
                 "kind": "step",
-                "action": action if isinstance(action, str) else repr(action),
+                **row,
                 "observation": obs,
                 "reward": float(reward),
                 "terminated": bool(terminated),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aem_envs.wrappers import LLMActionWrapper, ReplyParser
-from tests.fixtures.corridor import CorridorEnv
+from tests.fixtures.corridor import FIXTURE_ID, CorridorEnv, register_fixture
 
 
 @pytest.mark.parametrize(
@@ -60,3 +61,15 @@ def test_any_reply_is_a_step_never_an_exception(reply: str) -> None:
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(reply)
     assert isinstance(obs, str) and "action_valid" in info
+
+
+def test_wrapper_records_its_constructor_arguments() -> None:
+    register_fixture()
+    parser = ReplyParser(require_think=True)
+    env = LLMActionWrapper(gym.make(FIXTURE_ID), parser=parser)
+    recorded = env.spec.additional_wrappers[-1]
+    assert recorded.name == "LLMActionWrapper" and recorded.kwargs == {"parser": parser}
+    again = gym.make(env.spec)
+    assert isinstance(again, LLMActionWrapper) and again.parser == parser
+    again.close()
+    env.close()

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aem_envs.wrappers import TrajectoryRecorder, read_trajectory
-from tests.fixtures.corridor import CorridorEnv
+import gymnasium as gym
+import pytest
+
+from aem_envs.wrappers import LLMActionWrapper, TrajectoryRecorder, read_trajectory
+from tests.fixtures.corridor import FIXTURE_ID, CorridorEnv, register_fixture
 
 
 def test_finished_episode_is_written_whole(tmp_path: Path) -> None:
@@ -48,3 +51,29 @@ def test_trajectory_files_get_the_usual_permissions(tmp_path: Path) -> None:
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(env.last_path.stat().st_mode) == 0o666 & ~mask
+
+
+def test_recorder_inside_the_reply_wrapper_sees_rejected_replies(tmp_path: Path) -> None:
+    recorder = TrajectoryRecorder(CorridorEnv(), tmp_path)
+    env = LLMActionWrapper(recorder)
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step("no action in this reply")
+    env.step("<action>look</action>")
+    env.close()
+    _, rejected, looked, _ = read_trajectory(recorder.last_path)
+    assert rejected["action"] is None and "no <action>" in rejected["rejected"]
+    assert rejected["reward"] == reward == pytest.approx(-0.1)
+    assert rejected["info"]["action_valid"] is False and not info["action_valid"]
+    assert looked["action"] == "look" and "rejected" not in looked
+
+
+def test_recorder_records_its_constructor_arguments(tmp_path: Path) -> None:
+    register_fixture()
+    env = TrajectoryRecorder(gym.make(FIXTURE_ID), tmp_path, episode_prefix="run-")
+    recorded = env.spec.additional_wrappers[-1]
+    assert recorded.name == "TrajectoryRecorder"
+    assert recorded.kwargs == {"directory": tmp_path, "episode_prefix": "run-"}
+    again = gym.make(env.spec)  # the spec rebuilds the same wrapper stack
+    assert isinstance(again, TrajectoryRecorder) and again.episode_prefix == "run-"
+    again.close()
+    env.close()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from aem_agent.aem import UNITS, Unit
+from aem_agent.prompts import PromptSettings
 from aem_agent.rollout import LAYOUTS, Layout
 from aem_envs.core.errors import AEMError
 
@@ -35,8 +36,11 @@ class ConfigError(AEMError, ValueError):
 
 
 @dataclass
-class AEMConfig(GRPOConfig):
+class AEMConfig(GRPOConfig, PromptSettings):
     r"""Settings of :class:`aem_agent.trainer.AEMGRPOTrainer`: all of ``GRPOConfig`` plus these.
+
+    The prompt settings (``max_turns``, ``max_turn_tokens``, ``history_window``,
+    ``reply_prefix``) are :class:`aem_agent.prompts.PromptSettings`, which ``aem sft`` shares.
 
     Parameters:
         > AEM (``docs/aem.md``)
@@ -155,14 +159,6 @@ class AEMConfig(GRPOConfig):
         default=256,
         metadata={"help": "Distinct (task, seed) episodes in the training set; each is a group."},
     )
-    max_turns: int = field(default=50, metadata={"help": "Episode step limit (the paper uses 50)."})
-    max_turn_tokens: int = field(
-        default=256, metadata={"help": "Most new tokens the policy may generate in one turn."}
-    )
-    history_window: int = field(
-        default=2,
-        metadata={"help": "Earlier (observation, action) pairs shown in a prompt (step layout)."},
-    )
     rollout_layout: Layout = field(
         default="step",
         metadata={
@@ -173,13 +169,6 @@ class AEMConfig(GRPOConfig):
     )
     env_workers: int = field(
         default=8, metadata={"help": "Threads stepping the batch's environments concurrently."}
-    )
-    reply_prefix: str | None = field(
-        default=None,
-        metadata={
-            "help": "Text pre-filled at the start of every reply (default: none); '<action>' "
-            "gets very small models (SmolLM2-135M) to answer with actions."
-        },
     )
     step_token_budget: int = field(
         default=16384,

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,33 @@ HISTORY_OBSERVATION_CHARS = 512
 PROMPT_FILE = "aem-prompt.json"
 #: The keys of :data:`PROMPT_FILE` a policy applies.
 PROMPT_KEYS = ("history_window", "reply_prefix", "system_prompt", "max_turn_tokens")
+
+
+@dataclass
+class PromptSettings:
+    """What a policy's turns look like, shared by RL (``AEMConfig``) and SFT (``SFTSettings``).
+
+    Why one definition: a model warm-started by ``aem sft`` is only ready for ``aem train``
+    if both build the same contexts, so both take these settings from here, with the same
+    names, defaults and help.
+    """
+
+    max_turns: int = field(default=50, metadata={"help": "Episode step limit (the paper: 50)."})
+    max_turn_tokens: int = field(
+        default=256, metadata={"help": "Most new tokens the policy may generate in one turn."}
+    )
+    history_window: int = field(
+        default=2,
+        metadata={"help": "Earlier (observation, action) pairs shown in a prompt (step layout)."},
+    )
+    reply_prefix: str | None = field(
+        default=None,
+        metadata={
+            "help": "Text pre-filled at the start of every reply (default: none); '<action>' "
+            "gets very small models (SmolLM2-135M) to answer with actions."
+        },
+    )
+
 
 REPLY_FORMAT = (
     "First reason step by step about the current situation inside <think> </think> tags. "

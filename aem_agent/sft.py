@@ -36,7 +36,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aem_agent.prompts import PROMPT_FILE, write_prompt_layout
+from aem_agent.prompts import PROMPT_FILE, PromptSettings, write_prompt_layout
+from aem_agent.rollout import LAYOUTS, Layout
 from aem_agent.train import (
     ADAPTER_DIR,
     METRICS_FILE,
@@ -50,7 +51,6 @@ from aem_envs.core.errors import AEMError
 
 #: The split expert data may come from: the others are for measuring, never for training.
 TRAIN_SPLIT = "train"
-SFT_LAYOUTS: tuple[str, ...] = ("step", "trajectory")
 SETTINGS_FILE = "aem-sft.json"
 #: What ``aem sft`` writes into an output directory; ``overwrite`` replaces exactly these.
 OUTPUTS = (PROMPT_FILE, SETTINGS_FILE, ADAPTER_DIR, METRICS_FILE)
@@ -62,9 +62,10 @@ class SFTError(AEMError, ValueError):
     """An SFT run cannot start as configured (split, output directory, expert data)."""
 
 
-@dataclass
-class SFTSettings:
-    """One ``aem sft`` run. Prompt settings mean what they mean in ``MultiTurnRollout``."""
+@dataclass(kw_only=True)
+class SFTSettings(PromptSettings):
+    """One ``aem sft`` run: the prompt settings of ``aem train`` (:class:`PromptSettings`,
+    one definition for both) plus the expert data and the supervised run's own."""
 
     env_ids: Sequence[str]
     output_dir: str | os.PathLike[str]
@@ -72,17 +73,13 @@ class SFTSettings:
     episodes: int = 100
     epochs: float = 1.0
     learning_rate: float = 2e-4
-    layout: str = "step"
-    history_window: int = 2
-    reply_prefix: str = ""
+    layout: Layout = "step"
     system_prompt: str | None = None
     #: ``None``: replies are ``<action>…</action>`` only; else a fixed ``<think>`` text first.
     think: str | None = None
     #: Share of turns on which a random admissible action is played instead of the expert's
     #: (the turn is still labelled with the expert's action): see :func:`explorer`.
     explore: float = 0.0
-    max_turns: int = 50
-    max_turn_tokens: int = 256
     max_total_tokens: int = 4096
     split: str = TRAIN_SPLIT
     seed: int = 0
@@ -168,8 +165,8 @@ def check_settings(settings: SFTSettings) -> None:
             f"split={settings.split!r}: aem sft trains on the {TRAIN_SPLIT!r} split only "
             "(valid/test splits are for measuring the trained model)"
         )
-    if settings.layout not in SFT_LAYOUTS:
-        raise SFTError(f"layout={settings.layout!r}; choose one of {list(SFT_LAYOUTS)}")
+    if settings.layout not in LAYOUTS:
+        raise SFTError(f"layout={settings.layout!r}; choose one of {list(LAYOUTS)}")
     if not settings.env_ids:
         raise SFTError("no env id given; name at least one, e.g. aem/ALFWorld-v0")
     if settings.episodes < 1 or settings.epochs <= 0 or settings.history_window < 0:
@@ -181,8 +178,8 @@ def check_settings(settings: SFTSettings) -> None:
         raise SFTError(f"explore={settings.explore}: give a share of turns in [0, 1)")
     if settings.explore and settings.layout != "step":
         raise SFTError("explore needs layout='step' (each turn is its own labelled sample)")
-    prefixed = settings.think is not None and settings.reply_prefix
-    if prefixed and not expert_reply("a", settings.think).startswith(settings.reply_prefix):
+    prefix = settings.reply_prefix or ""
+    if settings.think is not None and not expert_reply("a", settings.think).startswith(prefix):
         raise SFTError(
             f"reply_prefix {settings.reply_prefix!r} does not start a reply with a think "
             "block; drop --think or the prefix"
@@ -226,8 +223,8 @@ def sft_samples(episodes: Sequence[Any], layout: str) -> list[dict[str, list[int
     ``step``: each turn's context exactly as the model saw it, then its reply. ``trajectory``:
     the episode's first prompt, then its completion with observation segments masked.
     """
-    if layout not in SFT_LAYOUTS:
-        raise SFTError(f"layout={layout!r}; choose one of {list(SFT_LAYOUTS)}")
+    if layout not in LAYOUTS:
+        raise SFTError(f"layout={layout!r}; choose one of {list(LAYOUTS)}")
     rows = []
     for episode in episodes:
         if layout == "step":
@@ -252,7 +249,7 @@ def prompt_layout(settings: SFTSettings) -> dict[str, Any]:
     """What ``aem-prompt.json`` holds: the prompt settings a policy must reuse."""
     return {
         "history_window": settings.history_window,
-        "reply_prefix": settings.reply_prefix,
+        "reply_prefix": settings.reply_prefix or "",
         "system_prompt": settings.system_prompt,
         "layout": settings.layout,
         "max_turn_tokens": settings.max_turn_tokens,
@@ -284,7 +281,7 @@ def run_sft(settings: SFTSettings) -> SFTResult:
         tokenizer.pad_token = tokenizer.eos_token
     rollout = MultiTurnRollout(
         tokenizer,
-        layout=settings.layout,  # type: ignore[arg-type]
+        layout=settings.layout,
         max_turns=settings.max_turns,
         max_turn_tokens=settings.max_turn_tokens,
         max_total_tokens=settings.max_total_tokens,

@@ -15,10 +15,17 @@ output directory holds the merged model (``aem train --model DIR``,
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+from aem_cli.run_flags import add_run_flags
+
+if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
+    from aem_agent.sft import SFTSettings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from aem_agent.sft import SFT_LAYOUTS, TRAIN_SPLIT, SFTSettings
+    from aem_agent.rollout import LAYOUTS
+    from aem_agent.sft import TRAIN_SPLIT, SFTSettings
 
     defaults = SFTSettings(env_ids=(), output_dir="")
     parser = subparsers.add_parser(
@@ -28,18 +35,21 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env id(s) to imitate")
-    parser.add_argument("--output-dir", required=True, help="where the model and adapter go")
-    parser.add_argument(
-        "--model", default=defaults.model, help="'smollm2' (bundled, default) or a checkpoint dir"
+    add_run_flags(
+        parser,
+        model=defaults.model,
+        lr=defaults.learning_rate,
+        seed=defaults.seed,
+        output_required=True,
+        overwrite=False,
     )
     parser.add_argument(
         "--episodes", type=int, default=defaults.episodes, help="expert episodes to play"
     )
     parser.add_argument("--epochs", type=float, default=defaults.epochs, help="passes over them")
-    parser.add_argument("--lr", type=float, default=defaults.learning_rate, help="learning rate")
     parser.add_argument(
         "--layout",
-        choices=SFT_LAYOUTS,
+        choices=LAYOUTS,
         default=defaults.layout,
         help="step: one sample per turn (default); trajectory: one per episode",
     )
@@ -75,7 +85,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=TRAIN_SPLIT,
         help=f"task split of the expert episodes; only {TRAIN_SPLIT!r} is accepted",
     )
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="first episode seed")
     parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
     parser.add_argument("--lora-r", type=int, default=defaults.lora_r, help="LoRA rank")
     parser.add_argument("--lora-alpha", type=int, default=defaults.lora_alpha, help="LoRA alpha")
@@ -94,16 +103,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--torch-threads", type=int, help="CPU threads for torch (1 is fastest on shared cores)"
     )
-    parser.add_argument(
-        "--overwrite", action="store_true", help="replace an earlier run in --output-dir"
-    )
-    parser.add_argument(
-        "--resume", action="store_true", help="continue from the newest checkpoint in --output-dir"
-    )
     parser.set_defaults(func=run)
 
 
-def settings_from_args(args: argparse.Namespace) -> object:
+def settings_from_args(args: argparse.Namespace) -> SFTSettings:
     from aem_agent.sft import SFTSettings
 
     return SFTSettings(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from aem_cli.run_flags import add_run_flags
+
 #: Command-line flag → training setting (AEMConfig field or driver key).
 FLAG_SETTINGS: dict[str, str] = {
     "model": "model",
@@ -40,23 +42,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--config", help="YAML of settings (a path, or a bundled name such as cpu-smoke.yaml)"
     )
-    parser.add_argument("--model", help="'smollm2' (bundled, default) or a checkpoint directory")
     parser.add_argument("--algo", choices=("aem", "grpo"), help="aem (default) or plain grpo")
     parser.add_argument("--group-size", type=int, help="episodes per task (GRPO group size G)")
     parser.add_argument("--steps", type=int, help="optimizer steps to train")
-    parser.add_argument("--lr", type=float, help="learning rate")
+    add_run_flags(parser)
     parser.add_argument("--lam", type=float, help="AEM strength λ (0 = GRPO)")
-    parser.add_argument("--seed", type=int, help="seed of tasks, sampling and initialisation")
-    parser.add_argument("--output-dir", help="where checkpoints, metrics and the plot go")
-    parser.add_argument(
-        "--resume", action="store_true", help="continue from the newest checkpoint in --output-dir"
-    )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        default=None,
-        help="replace an earlier run's outputs in --output-dir (without it a fresh run refuses)",
-    )
     parser.set_defaults(func=run)
 
 

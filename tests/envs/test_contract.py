@@ -6,8 +6,12 @@ corridor env runs the suite even where no real environment is installed.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import pickle
+import re
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -20,7 +24,7 @@ from aem_cli.envs import task_listing
 from aem_envs.core.base import INFO_KEYS
 from aem_envs.core.errors import ArgumentError, EnvClosedError
 from aem_envs.policies import ExpertPolicy, RandomPolicy
-from aem_envs.registration import entry, landed_entries
+from aem_envs.registration import EnvEntry, entry, landed_entries
 from tests.fixtures.corridor import FIXTURE_ID, register_fixture
 
 ENV_PARAMS = [pytest.param(FIXTURE_ID, id=FIXTURE_ID)] + [
@@ -344,3 +348,44 @@ def test_an_unknown_task_id_names_the_command_that_lists_them(env_id: str) -> No
             _one_line(caught, f"is in split {other!r}", f"'split': {other!r}")
     finally:
         env.close()
+
+
+#: The files every env package has, one per role (docs/envs.md, "Package layout").
+ROLE_FILES = (
+    "__init__.py", "env.py", "tasks.py", "grading.py", "expert.py", "generate/__main__.py", "data",
+)  # fmt: skip
+#: MiniGrid's docstring headings, in its order, as every env class's docstring has them.
+DOC_HEADINGS = (
+    "Description", "Action space", "Observation", "Rewards", "Termination", "Registered ids",
+)  # fmt: skip
+#: Modules past this are split by what they hold (data tables live in data files instead).
+MAX_MODULE_LINES = 400
+ENTRY_PARAMS = [pytest.param(item, id=item.id) for item in landed_entries()]
+
+
+def _package_folder(item: EnvEntry) -> Path:
+    package = importlib.import_module(item.module.rpartition(".")[0])
+    assert package.__file__ is not None
+    return Path(package.__file__).parent
+
+
+@pytest.mark.parametrize("item", ENTRY_PARAMS)
+def test_every_env_package_has_the_role_files_and_exports_its_class(item: EnvEntry) -> None:
+    folder = _package_folder(item)
+    assert [name for name in ROLE_FILES if not (folder / name).exists()] == []
+    package = importlib.import_module(item.module.rpartition(".")[0])
+    assert getattr(package, item.entry_point.split(":")[1]) is item.env_class()
+    long = [
+        f"{path.relative_to(folder)}: {lines} lines"
+        for path in sorted(folder.rglob("*.py"))
+        if "repos" not in path.relative_to(folder).parts
+        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
+    assert long == []
+
+
+@pytest.mark.parametrize("item", ENTRY_PARAMS)
+def test_every_env_docstring_has_minigrids_headings(item: EnvEntry) -> None:
+    doc = inspect.getdoc(item.env_class()) or ""
+    assert tuple(re.findall(r"^## (.+)$", doc, re.MULTILINE)) == DOC_HEADINGS
+    assert f"``{item.id}``" in doc.split("## Registered ids")[1]

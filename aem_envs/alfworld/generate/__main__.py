@@ -13,29 +13,14 @@ from typing import Any
 
 from aem_envs.alfworld.generate.build import (
     DEFAULT_SEED,
-    GenerationError,
-    generate_game,
+    generate_job,
 )
-from aem_envs.alfworld.pddl import TASK_TYPES, Vocabulary
+from aem_envs.alfworld.pddl import TASK_TYPES
 from aem_envs.alfworld.tasks import DATA_DIR, INDEX_FILE, SPLITS, split_file
-from aem_envs.alfworld.upstream import UpstreamEngine
 from aem_envs.core.io import atomic_write_bytes, atomic_write_json
 
 #: Games per task type in each split (train ≥ 60, eval ≥ 12 as the issue asks).
 DEFAULT_COUNTS = {"train": 60, "valid_seen": 12, "valid_unseen": 12}
-
-_WORKER: dict[str, Any] = {}
-
-
-def _work(job: tuple[int, str, str, int]) -> dict[str, Any] | str:
-    """Pool worker: one game, or the reason it was rejected (one engine per process)."""
-    if not _WORKER:
-        _WORKER["vocab"] = Vocabulary.from_wheel()
-        _WORKER["engine"] = UpstreamEngine()
-    try:
-        return generate_game(*job, engine=_WORKER["engine"], vocab=_WORKER["vocab"])
-    except GenerationError as exc:
-        return f"{job}: {exc}"
 
 
 def write_split(games: list[dict[str, Any]], path: Path) -> None:
@@ -59,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
             count = getattr(args, split)
             jobs = [(args.seed, split, t, i) for t in TASK_TYPES for i in range(count)]
             games = []
-            for result in pool.imap(_work, jobs):
+            for result in pool.imap(generate_job, jobs):
                 if isinstance(result, str):
                     print(f"rejected {result}", file=sys.stderr, flush=True)
                 else:

@@ -241,3 +241,21 @@ def verify(
             raise GenerationError(f"observations differ: upstream {up!r} vs native {nat!r}")
     if not engine.won() or not native.won():
         raise GenerationError(f"the plan does not win (upstream {engine.won()})")
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def generate_job(job: tuple[int, str, str, int]) -> dict[str, Any] | str:
+    """Pool worker: one game, or the reason it was rejected (one engine per process).
+
+    Why here and not in ``__main__``: spawned workers do not import a package's
+    ``__main__``, so the pool's function must live in a module they can import.
+    """
+    if not _WORKER:
+        _WORKER["vocab"] = Vocabulary.from_wheel()
+        _WORKER["engine"] = UpstreamEngine()
+    try:
+        return generate_game(*job, engine=_WORKER["engine"], vocab=_WORKER["vocab"])
+    except GenerationError as exc:
+        return f"{job}: {exc}"

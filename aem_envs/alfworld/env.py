@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, ClassVar
 
-from aem_envs.alfworld import expert, upstream
+from aem_envs.alfworld import expert as expert_lib
+from aem_envs.alfworld import upstream
 from aem_envs.alfworld.native import NativeGame
 from aem_envs.alfworld.pddl import game_dict
 from aem_envs.alfworld.state import Layout, State, UnsupportedGame, parse_problem
@@ -32,6 +33,7 @@ from aem_envs.core.errors import AEMError, ArgumentError, MissingDependencyError
 
 ENGINES = ("native", "upstream")
 SOURCES = ("bundled", "alfworld")
+EXPERTS = ("plan", "search")
 
 
 @lru_cache(maxsize=1024)
@@ -52,8 +54,11 @@ class ALFWorldEnv(TextEnv):
     (``source="alfworld"`` with ``$ALFWORLD_DATA`` or ``data_dir=``). Two engines play them:
     ``engine="native"`` (default, plain Python) and ``engine="upstream"`` (textworld + Fast
     Downward, the oracle); a real game the native engine does not model runs upstream.
-    Keywords: ``engine``, ``source``, ``data_dir``, plus the common ``reward_scheme``,
-    ``max_steps`` and ``render_mode``. Reset options: ``task_id``, ``split``.
+    Keywords: ``engine``, ``source``, ``data_dir``, ``expert`` (``"plan"``, default: the
+    expert policy walks straight to the target, reading the hidden state; ``"search"``: it
+    knows only what the episode has shown, see :mod:`~aem_envs.alfworld.expert`), plus the
+    common ``reward_scheme``, ``max_steps`` and ``render_mode``. Reset options: ``task_id``,
+    ``split``.
 
     ## Action space
 
@@ -98,6 +103,7 @@ class ALFWorldEnv(TextEnv):
         engine: str = "native",
         source: str | None = None,
         data_dir: str | os.PathLike[str] | None = None,
+        expert: str = "plan",
         reward_scheme: Any = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -119,6 +125,11 @@ class ALFWorldEnv(TextEnv):
                 "data_dir= reads real ALFWorld data but source='bundled' was given; "
                 "pass source='alfworld' with it, or drop data_dir="
             )
+        if expert not in EXPERTS:
+            raise ArgumentError(
+                f"expert={expert!r} is not known; pass expert='plan' (the default: reads the "
+                "whole state) or expert='search' (knows only what the episode has shown)"
+            )
         if engine == "upstream":
             problems = upstream.missing()
             if problems:
@@ -128,6 +139,8 @@ class ALFWorldEnv(TextEnv):
                 )
         self.engine = engine
         self.source = source
+        self.expert = expert
+        self._search_prior: expert_lib.SearchPrior | None = None
         self._root = real_data_root(data_dir) if source == "alfworld" else None
         self._upstream: UpstreamEngine | None = None
         self._native: NativeGame | None = None
@@ -184,10 +197,30 @@ class ALFWorldEnv(TextEnv):
         """
         if self._game is None or self._record is None:
             raise AEMError("call reset() before expert_action()")
+        if self.expert == "search":
+            if self._native is None:
+                raise AEMError(
+                    f"expert='search' plays on the native engine, which does not model game "
+                    f"{self._record.id!r}; use expert='plan' for it"
+                )
+            assert self._episode is not None
+            return expert_lib.search_action(self._native, self._episode.actions, self._prior())
         if isinstance(self._game, UpstreamEngine) and self._record.path is not None:
             return self._game.expert_action()
         assert self._native is not None
-        return expert.next_action(self._native)
+        return expert_lib.next_action(self._native)
+
+    def _prior(self) -> expert_lib.SearchPrior:
+        """The searching expert's order, counted once over this source's train split."""
+        if self._search_prior is None:
+            games = []
+            for record in self._games("train").values():
+                try:
+                    games.append(_parsed(record.problem))
+                except UnsupportedGame:
+                    continue
+            self._search_prior = expert_lib.search_prior(games)
+        return self._search_prior
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:

@@ -95,6 +95,10 @@ class NativeGame:
         self._refresh()
         return feedback, True
 
+    def initial_state(self) -> State:
+        """A copy of the state the game starts from (what ``reset`` restores)."""
+        return self._initial.copy()
+
     def admissible(self) -> list[str]:
         return sorted(self._commands)
 

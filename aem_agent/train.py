@@ -24,11 +24,17 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aem_agent.prompts import write_prompt_layout
 from aem_envs.core.errors import AEMError, DataError
 from aem_envs.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:  # torch and TRL load only when a run starts
+    from transformers import TrainerCallback
+
+    from aem_agent.config import AEMConfig
+    from aem_agent.trainer import AEMGRPOTrainer
 
 #: Keys of a training YAML that are not ``AEMConfig`` fields.
 DRIVER_KEYS: dict[str, str] = {
@@ -261,32 +267,14 @@ def save_policy(model: Any, tokenizer: Any, out: Path) -> Path | None:
     return adapter_dir
 
 
-def build_trainer(config: Any, model_dir: Path, *, callbacks: Sequence[Any] = ()) -> Any:
-    """An ``AEMGRPOTrainer`` for ``config`` (it builds its own rollout, tasks and reward),
-    with LoRA when ``config.use_peft``. The caller closes ``trainer.rollout_func`` when done.
-    """
+def build_trainer(
+    config: AEMConfig, model_dir: Path, *, callbacks: Sequence[TrainerCallback] = ()
+) -> AEMGRPOTrainer:
+    """The ``AEMGRPOTrainer`` of ``config`` on ``model_dir``: it builds its own rollout, tasks,
+    reward and (``use_peft``) LoRA adapter. The caller closes ``trainer.rollout_func``."""
     from aem_agent.trainer import AEMGRPOTrainer
 
-    return AEMGRPOTrainer(
-        model=str(model_dir),
-        args=config,
-        peft_config=lora_config(config) if config.use_peft else None,
-        callbacks=list(callbacks),
-    )
-
-
-def lora_config(config: Any) -> Any:
-    """The ``peft.LoraConfig`` of ``config``'s LoRA settings (what TRL's ``peft_config`` takes)."""
-    from aem_envs.core.errors import require
-
-    peft = require("agent", "peft", feature="LoRA training (use_peft)")
-    return peft.LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.lora_target_modules),
-        task_type="CAUSAL_LM",
-    )
+    return AEMGRPOTrainer(model=str(model_dir), args=config, callbacks=list(callbacks))
 
 
 def log_line_callback() -> Any:

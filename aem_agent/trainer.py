@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from trl import GRPOTrainer
@@ -36,6 +36,9 @@ from trl.trainer.utils import use_adapter
 from aem_agent import steps
 from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
+
+if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
+    from peft import PeftConfig
 
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
@@ -69,7 +72,9 @@ class AEMGRPOTrainer(GRPOTrainer):
         """Like ``GRPOTrainer``; without ``rollout_func``, ``train_dataset`` and
         ``environment_factory`` the trainer builds them from ``args`` (as TRL trainers build
         default ``args``): the multi-turn rollout over ``args.env_ids``, its task dataset and
-        the episode reward.
+        the episode reward. Without ``peft_config`` and with ``args.use_peft`` it builds the
+        LoRA adapter of ``args`` (:func:`lora_config`), so ``aem train`` and the tests make
+        the trainer with one and the same call.
 
         With ``environment_factory`` (e.g. :func:`aem_agent.trl_env.environment_factory`) TRL's
         own tool loop plays the episodes, one row each, so ``rollout_layout`` must be
@@ -92,6 +97,8 @@ class AEMGRPOTrainer(GRPOTrainer):
                 args.env_ids, args.num_tasks, seed=args.seed, split=args.env_split
             )
             reward_funcs = reward_funcs or [episode_reward]
+        if args.use_peft and kwargs.get("peft_config") is None:
+            kwargs["peft_config"] = lora_config(args)
         super().__init__(
             model=model,
             reward_funcs=reward_funcs,
@@ -414,6 +421,20 @@ class AEMGRPOTrainer(GRPOTrainer):
                 )
                 mean = self.accelerator.gather(values).mean().item()
                 self._metrics[mode][f"episode/{name}"].append(mean)
+
+
+def lora_config(config: AEMConfig) -> PeftConfig:
+    """The ``peft.LoraConfig`` of ``config``'s LoRA settings (what TRL's ``peft_config`` takes)."""
+    from aem_envs.core.errors import require
+
+    peft = require("agent", "peft", feature="LoRA training (use_peft)")
+    return peft.LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
 
 
 def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:

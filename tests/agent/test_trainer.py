@@ -236,8 +236,6 @@ def test_step_layout_with_a_vllm_backend_recomputes_the_ratio_on_turn_rows(
 def test_step_layout_with_lora_and_beta_uses_the_base_as_reference(
     tiny_model_dir, tmp_path, doors_env_id
 ) -> None:
-    from aem_agent.train import lora_config
-
     config = make_config(
         tmp_path,
         doors_env_id,
@@ -248,7 +246,8 @@ def test_step_layout_with_lora_and_beta_uses_the_base_as_reference(
         max_steps=1,
         learning_rate=5e-2,
     )
-    trainer = make_trainer(tiny_model_dir, config, peft_config=lora_config(config))
+    trainer = make_trainer(tiny_model_dir, config)  # use_peft: the trainer builds the LoRA
+    assert trainer.model.peft_config["default"].r == config.lora_r
     out, inputs = batch_out(trainer)
     mask = out["completion_mask"].bool()
     # A fresh LoRA adapter starts as the identity: the reference (adapter off) equals the policy.

@@ -16,18 +16,12 @@ from __future__ import annotations
 
 from .backends import open_sandbox, resolve_backend
 from .base import ExecResult, Limits, Sandbox
+from .docker_images import ensure_base_image
 from .errors import SandboxDataError, SandboxDependencyError, SandboxError, SandboxFileError
-from .images import (
-    base_tag,
-    ensure_base,
-    ensure_base_image,
-    ensure_base_rootfs,
-    ensure_env_image,
-    ensure_instance_image,
-    image_available,
-    rootfs_for_image,
-)
+from .images import ensure_base, ensure_env_image, ensure_instance_image, image_available
+from .layers import base_tag
 from .reaper import gc
+from .rootfs import ensure_base_rootfs, rootfs_for_image
 
 __all__ = [
     "ExecResult",

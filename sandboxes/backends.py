@@ -1,38 +1,25 @@
-"""Choosing a backend: Docker when an engine answers, bubblewrap otherwise."""
+"""Choosing a backend: Docker when an engine answers, bubblewrap otherwise.
+
+The one place that decides which backend runs a sandbox or builds a layer; everything
+below it serves one backend, and :mod:`sandboxes.images` asks here before building.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
-from functools import cache
+from typing import Any
 
-from .base import Limits, Sandbox, SandboxError
+from .base import Limits, Sandbox
+from .bwrap_sandbox import BwrapSandbox, gc_scratch
+from .docker_engine import docker_client, docker_unavailable_reason
+from .docker_sandbox import DockerSandbox
+from .errors import SandboxError
 from .namespaces import bwrap_unavailable_reason
+from .reaper import gc_opportunistically
+from .rootfs import rootfs_for_image
 
 BACKENDS = ("auto", "docker", "bwrap")
 _announced: set[str] = set()
-
-
-@cache
-def docker_unavailable_reason() -> str | None:
-    """None when a Docker engine answers a ping within a few seconds, else why not."""
-    try:
-        import docker
-    except ImportError:
-        return "the docker SDK is not installed (pip install 'aem[swe]')"
-    if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
-        return "no Docker socket at /var/run/docker.sock and DOCKER_HOST is unset"
-    try:
-        client = docker.from_env(timeout=5)
-    except Exception as exc:  # any failure means "no engine"
-        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
-    try:
-        client.ping()
-    except Exception as exc:
-        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
-    finally:
-        client.close()
-    return None
 
 
 def resolve_backend(backend: str = "auto") -> str:
@@ -53,6 +40,19 @@ def resolve_backend(backend: str = "auto") -> str:
             )
         return "bwrap"
     return "docker"
+
+
+def build_backend(backend: str = "auto", client: Any = None) -> str:
+    """Which backend builds image layers (``docker`` images or ``bwrap`` root file systems).
+
+    ``backend`` is the sandbox backend that will run them: ``docker`` and ``bwrap`` decide
+    (an explicit ``bwrap`` builds root file systems even where an engine answers, rather than
+    building images only to export them); ``auto`` builds with Docker when a client was given
+    or an engine answers.
+    """
+    if backend == "auto" and client is not None:
+        return "docker"
+    return resolve_backend(backend)
 
 
 def _announce(backend: str) -> None:
@@ -83,13 +83,9 @@ def open_sandbox(
     chosen = resolve_backend(backend)
     _announce(chosen)
     if chosen == "docker":
-        from .docker_sandbox import DockerSandbox, docker_client
-        from .reaper import gc_opportunistically
-
         client = docker_client()
         gc_opportunistically(client)  # never raises
         return DockerSandbox(image, limits=limits, workdir=workdir, client=client, own_client=True)
-    from .bwrap_sandbox import BwrapSandbox, gc_scratch
-
     gc_scratch()  # scratch copies of processes that died without closing their sandboxes
-    return BwrapSandbox(image, limits=limits, workdir=workdir)
+    rootfs = rootfs_for_image(image)
+    return BwrapSandbox(image, rootfs=rootfs, limits=limits, workdir=workdir)

@@ -39,9 +39,10 @@ from .base import (
     SandboxError,
     SandboxFileError,
 )
+from .cache import scratch_dir
 from .namespaces import namespace_flags
 from .output import BoundedBuffer, OutputCollector
-from .owner import current_owner
+from .owner import current_owner, process_start
 
 NOBODY = 65534
 # World-writable temporary directories (sandbox path → scratch folder name), empty at start.
@@ -60,31 +61,27 @@ _ENVIRONMENT = {
 }
 
 
-def scratch_root() -> Path:
-    from .images import cache_dir
-
-    return cache_dir() / "scratch"
-
-
 class BwrapSandbox(Sandbox):
+    """A sandbox over the root file system ``rootfs``; ``image`` is the name it goes by.
+
+    ``sandboxes.rootfs.rootfs_for_image`` finds (or builds, or exports) the root file system
+    of an image; :func:`sandboxes.open_sandbox` does that for you.
+    """
+
     backend = "bwrap"
 
     def __init__(
         self,
         image: str,
         *,
+        rootfs: str | os.PathLike[str],
         limits: Limits | None = None,
         workdir: str = "/testbed",
-        rootfs: str | os.PathLike[str] | None = None,
     ) -> None:
         super().__init__(image, limits or Limits(), workdir)
         self._bwrap = shutil.which("bwrap")
         if self._bwrap is None:
             raise SandboxError("bubblewrap is not installed (apt-get install bubblewrap)")
-        if rootfs is None:
-            from .images import rootfs_for_image
-
-            rootfs = rootfs_for_image(image)
         self.rootfs = Path(rootfs)
         if (
             not (self.rootfs / "bin" / "bash").exists()
@@ -111,7 +108,7 @@ class BwrapSandbox(Sandbox):
     def _make_scratch(self) -> Path:
         """Private copies of the writable directories, owned by whoever runs the commands."""
         owner = current_owner()
-        root = scratch_root()
+        root = scratch_dir()
         root.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{owner.pid}-{owner.start}-", dir=root))
         for name in _TEMPORARY.values():
@@ -297,10 +294,8 @@ def _pump(stream: object, sink: Callable[[bytes], None]) -> None:
 
 def gc_scratch() -> list[Path]:
     """Remove scratch copies left by processes that died before closing their sandboxes."""
-    from .owner import process_start
-
     removed = []
-    root = scratch_root()
+    root = scratch_dir()
     if not root.is_dir():
         return removed
     for entry in root.iterdir():

@@ -25,11 +25,10 @@ import socket
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
-from .errors import require
+from .docker_engine import client_session, docker_client, docker_module
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
 
@@ -68,40 +67,10 @@ _WRITER = (
 )
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
-#: What installs the docker SDK (aem's ``swe`` extra pins it).
-DOCKER_INSTALL = "pip install 'aem[swe]'"
 
-
-def _docker_module() -> Any:
-    return require("docker", feature="the Docker sandbox backend", install=DOCKER_INSTALL)
-
-
-def docker_client(timeout: float = 120.0) -> Any:
-    """A client for the engine named by the environment (``DOCKER_HOST``) or the local socket.
-
-    The caller owns it and must ``close()`` it (or use :func:`client_session`): a client
-    keeps a pool of open sockets until then.
-    """
-    docker = _docker_module()
-    try:
-        return docker.from_env(timeout=int(timeout))
-    except docker.errors.DockerException as exc:
-        raise SandboxError(
-            f"no Docker engine answers ({exc}); start dockerd or use backend='bwrap'"
-        ) from exc
-
-
-@contextlib.contextmanager
-def client_session(client: Any = None) -> Iterator[Any]:
-    """Yield ``client``, or a new client that is closed on exit when none was given."""
-    if client is not None:
-        yield client
-        return
-    owned = docker_client()
-    try:
-        yield owned
-    finally:
-        owned.close()
+# client_session and docker_client live in docker_engine; they stay importable from here
+# while aem_cli/sandbox.py and tests/envs/swe/test_env.py import them from this module.
+__all__ = ["DROPPED_CAPABILITIES", "DockerSandbox", "client_session", "docker_client"]
 
 
 class DockerSandbox(Sandbox):
@@ -123,7 +92,7 @@ class DockerSandbox(Sandbox):
         own_client: bool = False,
     ) -> None:
         super().__init__(image, limits or Limits(), workdir)
-        self._docker = _docker_module()
+        self._docker = docker_module()
         owned = client is None or own_client
         self._client = client or docker_client()
         self._lock = threading.Lock()

@@ -2,7 +2,8 @@
 
 Why its own family rather than aem's: ``sandboxes`` is the bottom floor of the stack
 (``docs/architecture.md``) and imports nothing above it, as Gymnasium's ``error.py`` sits
-under everything else. The ``aem`` command line prints these and aem's own errors alike.
+under everything else. The ``aem`` command line prints these and aem's own errors alike, and
+aem's own :func:`require` is this one raising its own error class.
 """
 
 from __future__ import annotations
@@ -27,12 +28,32 @@ class SandboxDependencyError(SandboxError, ImportError):
     """A package a backend needs (the docker SDK) is not installed."""
 
 
-def require(module: str, *, feature: str, install: str) -> ModuleType:
-    """Import ``module`` or raise one line naming ``install``, the command that provides it."""
+def exception_line(exc: BaseException) -> str:
+    """``exc``'s message on one line, or its type's name when it has none."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def require(
+    module: str,
+    *,
+    feature: str,
+    install: str,
+    needs: str | None = None,
+    error: type[ImportError] = SandboxDependencyError,
+) -> ModuleType:
+    """Import ``module`` or raise ``error``: one line naming ``install``, the command that fixes it.
+
+    ``needs`` names what the user lacks when that is more than the module itself (an extra of
+    a distribution); the message then says which module failed. Any exception counts as "not
+    importable": a half-installed package fails with errors other than ``ImportError``.
+    """
     try:
         return importlib.import_module(module)
-    except Exception as exc:  # a half-installed package fails with other errors too
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise SandboxDependencyError(
-            f"{feature} needs {module} ({reason}); install it with: {install}"
-        ) from exc
+    except Exception as exc:
+        reason = exception_line(exc)
+        missing = (
+            f"{module} ({reason})"
+            if needs is None
+            else f"{needs} ({module} is not importable: {reason})"
+        )
+        raise error(f"{feature} needs {missing}; install it with: {install}") from exc

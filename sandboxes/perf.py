@@ -1,27 +1,30 @@
 """Latency measurements of the Docker backend, for ``benchmarks/perf/swe.py`` and reports.
 
-``measure_docker(image)`` times, on one engine and image:
-- ``start_s``: opening a :class:`DockerSandbox` (create + start, limits applied) until it can
-  run commands, and ``close_s`` removing it;
-- the same command through ``Sandbox.exec`` and through the docker SDK's raw
-  ``container.exec_run`` (and the ``docker exec`` CLI), interleaved so load on the host
-  affects both alike; medians are reported with their ratio.
+On one engine and image:
+
+- :func:`measure_start`: ``start_s``, opening a :class:`DockerSandbox` (create + start,
+  limits applied) until it can run commands, and ``close_s``, removing it;
+- :func:`measure_exec`: the same command through ``Sandbox.exec``, through the docker SDK's
+  raw ``container.exec_run`` and through the ``docker exec`` CLI, interleaved so that load on
+  the host affects all alike; medians with the sandbox's overhead ratios.
+
+:func:`measure_docker` reports both. Run ``python -m sandboxes.perf [IMAGE]``.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .docker_sandbox import DockerSandbox, client_session
-
-
-def _median_seconds(samples: list[float]) -> float:
-    return statistics.median(samples)
+from .docker_engine import client_session
+from .docker_images import ensure_base_image
+from .docker_sandbox import DockerSandbox
 
 
 def _timed(action: Callable[[], Any]) -> float:
@@ -30,44 +33,59 @@ def _timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def measure_docker(image: str, *, repeats: int = 20, command: str = "true") -> dict[str, float]:
-    """Return median seconds of sandbox start/close and of one command through each path."""
-    with client_session() as client:
+def measure_start(image: str, *, repeats: int = 5, client: Any = None) -> dict[str, float]:
+    """Median seconds to open a sandbox until it runs a command, and to close it."""
+    with client_session(client) as session:
         starts, closes = [], []
-        for _ in range(max(3, repeats // 4)):
+        for _ in range(repeats):
             start = time.perf_counter()
-            box = DockerSandbox(image, client=client)
+            box = DockerSandbox(image, client=session)
             box.exec("true")
             starts.append(time.perf_counter() - start)
             closes.append(_timed(box.close))
-        sandbox_exec, raw_exec, cli_exec = [], [], []
-        with DockerSandbox(image, client=client) as box:
-            container = client.containers.get(box.container_id)
-            cli = shutil.which("docker")
-            for _ in range(repeats):
-                sandbox_exec.append(_timed(lambda: box.exec(command)))
-                raw_exec.append(_timed(lambda: container.exec_run(["bash", "-c", command])))
-                if cli is not None:
-                    argv = [cli, "exec", box.container_id, "bash", "-c", command]
-                    cli_exec.append(_timed(lambda argv=argv: subprocess.run(argv, check=True)))
-    result = {
-        "start_s": _median_seconds(starts),
-        "close_s": _median_seconds(closes),
-        "sandbox_exec_s": _median_seconds(sandbox_exec),
-        "raw_sdk_exec_s": _median_seconds(raw_exec),
-    }
+    return {"start_s": statistics.median(starts), "close_s": statistics.median(closes)}
+
+
+def measure_exec(
+    image: str, *, repeats: int = 20, command: str = "true", client: Any = None
+) -> dict[str, float]:
+    """Median seconds of ``command`` through ``Sandbox.exec`` and the raw paths, with ratios.
+
+    Each path runs once before timing (imports, connection pool). ``raw_cli_exec_s`` and
+    ``overhead_vs_cli`` are left out where the ``docker`` CLI is not installed.
+    """
+    cli = shutil.which("docker")
+    with client_session(client) as session, DockerSandbox(image, client=session) as box:
+        container = session.containers.get(box.container_id)
+        paths: dict[str, Callable[[], Any]] = {
+            "sandbox_exec_s": lambda: box.exec(command),
+            "raw_sdk_exec_s": lambda: container.exec_run(["bash", "-c", command]),
+        }
+        if cli is not None:
+            argv = [cli, "exec", box.container_id, "bash", "-c", command]
+            paths["raw_cli_exec_s"] = lambda: subprocess.run(argv, check=True)
+        samples: dict[str, list[float]] = {key: [] for key in paths}
+        for action in paths.values():
+            action()
+        for _ in range(repeats):
+            for key, action in paths.items():
+                samples[key].append(_timed(action))
+    result = {key: statistics.median(times) for key, times in samples.items()}
     result["overhead_vs_sdk"] = result["sandbox_exec_s"] / result["raw_sdk_exec_s"]
-    if cli_exec:
-        result["raw_cli_exec_s"] = _median_seconds(cli_exec)
+    if "raw_cli_exec_s" in result:
         result["overhead_vs_cli"] = result["sandbox_exec_s"] / result["raw_cli_exec_s"]
     return result
 
 
+def measure_docker(image: str, *, repeats: int = 20, command: str = "true") -> dict[str, float]:
+    """Return median seconds of sandbox start/close and of one command through each path."""
+    with client_session() as client:
+        return {
+            **measure_start(image, repeats=max(3, repeats // 4), client=client),
+            **measure_exec(image, repeats=repeats, command=command, client=client),
+        }
+
+
 if __name__ == "__main__":
-    import json
-    import sys
-
-    from .images import ensure_base_image
-
     target = sys.argv[1] if len(sys.argv) > 1 else ensure_base_image()
     print(json.dumps(measure_docker(target), indent=2))

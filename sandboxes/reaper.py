@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .cache import EXPORT_MARK, LAYER_MARK, rootfs_dir
+from .docker_engine import client_session, docker_module
 from .owner import LABEL_MARK, Owner, is_alive
 
 _OPPORTUNISTIC_PERIOD = 60.0
@@ -40,15 +42,12 @@ def gc(*, client: Any = None, everything: bool = False) -> list[Reaped]:
     ``everything=True`` removes all sandbox containers, live owners included (use it only
     when no aem process is running).
     """
-    from .docker_sandbox import client_session
-
     with client_session(client) as session:
         return _reap(session, everything)
 
 
 def _reap(client: Any, everything: bool) -> list[Reaped]:
-    import docker
-
+    errors = docker_module().errors
     removed: list[Reaped] = []
     for container in sandbox_containers(client):
         labels = container.labels
@@ -63,9 +62,9 @@ def _reap(client: Any, everything: bool) -> list[Reaped]:
             continue
         try:
             container.remove(force=True)
-        except docker.errors.NotFound:
+        except errors.NotFound:
             continue  # another reaper was faster
-        except docker.errors.APIError as exc:
+        except errors.APIError as exc:
             if exc.status_code != 409:  # 409: removal already in progress
                 raise
             continue
@@ -95,13 +94,11 @@ def prune_layers() -> list[Path]:
     Docker's layer images are left to Docker:
     ``docker rmi $(docker images -q --filter label=aem.sandbox.kind=instance)``.
     """
-    from .images import LAYER_MARK, cache_dir
-
     removed: list[Path] = []
-    rootfs = cache_dir() / "rootfs"
+    rootfs = rootfs_dir()
     if rootfs.is_dir():
         for entry in sorted(rootfs.iterdir()):
-            if (entry / LAYER_MARK).exists() or (entry / ".aem-image-id").exists():
+            if (entry / LAYER_MARK).exists() or (entry / EXPORT_MARK).exists():
                 shutil.rmtree(entry)
                 removed.append(entry)
     return removed

@@ -7,6 +7,9 @@ from types import ModuleType
 
 from gymnasium.error import ClosedEnvironmentError
 
+from sandboxes.errors import exception_line
+from sandboxes.errors import require as require_module
+
 
 class AEMError(Exception):
     """Base of the errors aem raises on purpose; the CLI prints them as one line."""
@@ -58,21 +61,18 @@ def install_command(extra: str) -> str:
 
 
 def require(extra: str, module: str, *, feature: str) -> ModuleType:
-    """Import ``module`` or raise one line naming the command that installs it.
+    """Import ``module`` or raise one line naming the command that installs ``extra``.
 
     Why: optional dependencies are imported lazily, so a user who installed only
     ``aem[webshop]`` gets told what to install instead of a traceback from deep inside.
-    Any exception counts as "not importable": a half-installed package (a ``--no-deps``
-    install missing one of its imports) fails with errors other than ``ImportError``.
     """
-    try:
-        return importlib.import_module(module)
-    except Exception as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise MissingDependencyError(
-            f"{feature} needs the '{extra}' extra ({module} is not importable: {reason}); "
-            f"install it with: {install_command(extra)}"
-        ) from exc
+    return require_module(
+        module,
+        feature=feature,
+        install=install_command(extra),
+        needs=f"the '{extra}' extra",
+        error=MissingDependencyError,
+    )
 
 
 def import_problem(module: str) -> str | None:
@@ -84,5 +84,5 @@ def import_problem(module: str) -> str | None:
     try:
         importlib.import_module(module)
     except Exception as exc:
-        return f"{module}: " + (" ".join(str(exc).split()) or type(exc).__name__)
+        return f"{module}: {exception_line(exc)}"
     return None

@@ -6,7 +6,8 @@ on the same bundled instance image:
 - container start: ``sandboxes.open_sandbox`` (limits, labels, tmpfs…) vs a bare
   ``containers.run(image, "sleep infinity")`` through the docker SDK;
 - command overhead: ``Sandbox.exec("true")`` (timeout wrapper, straggler kill, output
-  clipping) vs raw ``docker exec <container> bash -c true`` — target ≤ 1.2× raw;
+  clipping) vs raw ``docker exec <container> bash -c true`` and the SDK's ``exec_run``,
+  interleaved (:func:`sandboxes.perf.measure_exec`) — target ≤ 1.2× raw;
 - evaluation of the gold patch: :func:`aem_envs.swe.grading.evaluate` vs swebench's own
   ``run_instance`` (same test spec, same image, run offline here), whose container cleanup
   is a ``docker stop --time=15`` — target ≥ 10× faster;
@@ -22,7 +23,6 @@ import contextlib
 import functools
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -59,7 +59,7 @@ def _chdir(path: str) -> Iterator[None]:
 
 def measure_start(image: str, repeats: int) -> dict[str, Any]:
     from sandboxes import open_sandbox
-    from sandboxes.docker_sandbox import docker_client
+    from sandboxes.docker_engine import docker_client
 
     client = docker_client()
 
@@ -84,29 +84,28 @@ def measure_start(image: str, repeats: int) -> dict[str, Any]:
 
 
 def measure_command(image: str, repeats: int) -> list[dict[str, Any]]:
-    from sandboxes import open_sandbox
+    from sandboxes.perf import measure_exec
 
-    with open_sandbox(image, backend="docker") as box:
-        container_id = box.container_id
-        box.exec("true")
-        ours_s = _median_seconds(lambda: box.exec("true"), repeats)
-        argv = ["docker", "exec", container_id, "bash", "-c", "true"]
-        cli_s = _median_seconds(lambda: subprocess.run(argv, check=True), repeats)
-        api = box._client.api
-        sdk_s = _median_seconds(
-            lambda: api.exec_start(api.exec_create(container_id, ["bash", "-c", "true"])["Id"]),
-            repeats,
-        )
+    timings = measure_exec(image, repeats=repeats)
+    ours_ms = timings["sandbox_exec_s"] * 1000
+    cli_s = timings.get("raw_cli_exec_s")
+    cli_ms = None if cli_s is None else cli_s * 1000
     note = "Sandbox.exec('true') with timeout wrapper and straggler kill; target ≤ 1.2× raw"
     return [
-        _row("command overhead vs docker exec CLI", ours_s * 1000, cli_s * 1000, "ms", note),
-        _row("command overhead vs docker SDK exec", ours_s * 1000, sdk_s * 1000, "ms", note),
+        _row("command overhead vs docker exec CLI", ours_ms, cli_ms, "ms", note),
+        _row(
+            "command overhead vs docker SDK exec",
+            ours_ms,
+            timings["raw_sdk_exec_s"] * 1000,
+            "ms",
+            note,
+        ),
     ]
 
 
 def measure_evaluation(instance: Any, image: str, repeats: int) -> dict[str, Any]:
     from aem_envs.swe.grading import evaluate, make_test_spec, swebench_modules
-    from sandboxes.docker_sandbox import docker_client
+    from sandboxes.docker_engine import docker_client
 
     _, _, _, run_eval = swebench_modules()
     evaluate(instance, instance.gold_patch, image)  # warm: imports, page cache

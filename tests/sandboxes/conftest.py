@@ -6,6 +6,7 @@ The base image is built on first use (debootstrap, ~1-3 min); CI builds it ahead
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,9 @@ import pytest
 
 from sandboxes import Limits, Sandbox
 from sandboxes.bwrap_sandbox import BwrapSandbox
+from sandboxes.docker_engine import docker_unavailable_reason
 from sandboxes.docker_sandbox import DockerSandbox
+from sandboxes.rootfs import rootfs_for_image
 
 # Small bounds so that the attacks in the security battery hit them quickly.
 TEST_LIMITS = Limits(
@@ -29,6 +32,26 @@ TEST_LIMITS = Limits(
 
 BUGGY_MODULE = "def add(a, b):\n    return a - b\n"
 TEST_MODULE = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+
+
+@contextlib.contextmanager
+def no_docker_engine() -> Iterator[None]:
+    """As on a host where no Docker engine answers: ``DOCKER_HOST`` names a socket nobody
+    serves, and the engine probe forgets what it saw before and after."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+        docker_unavailable_reason.cache_clear()
+        try:
+            yield
+        finally:
+            docker_unavailable_reason.cache_clear()
+
+
+@pytest.fixture
+def no_engine() -> Iterator[None]:
+    """The test runs as on a host without a Docker engine."""
+    with no_docker_engine():
+        yield
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -76,11 +99,10 @@ def base_rootfs(bubblewrap: None) -> Path:
 @pytest.fixture(scope="session")
 def bwrap_instance_image(base_rootfs: Path, repo_bundle: tuple[Path, str]) -> str:
     """The test repository's instance layer, built as Docker-less hosts build it."""
-    from sandboxes import backends, ensure_instance_image
+    from sandboxes import ensure_instance_image
 
     bundle, commit = repo_bundle
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+    with no_docker_engine():
         return ensure_instance_image(bundle, commit, progress=None)
 
 
@@ -105,6 +127,6 @@ def box(backend: str, request: pytest.FixtureRequest) -> Iterator[Sandbox]:
         sandbox = DockerSandbox(image, limits=TEST_LIMITS)
     else:
         image = request.getfixturevalue("bwrap_instance_image")
-        sandbox = BwrapSandbox(image, limits=TEST_LIMITS)
+        sandbox = BwrapSandbox(image, rootfs=rootfs_for_image(image), limits=TEST_LIMITS)
     with sandbox:
         yield sandbox

@@ -26,19 +26,22 @@ def test_build_prints_the_base_tag(capsys: pytest.CaptureFixture[str], base_imag
 
 
 def test_gc_layers_removes_layer_root_file_systems_but_not_the_base(
-    tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path,
+    no_engine: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from sandboxes import backends, images
+    from sandboxes.cache import EXPORT_MARK, LAYER_MARK
+    from sandboxes.rootfs import base_rootfs_path, rootfs_path
 
     monkeypatch.setenv("AEM_SANDBOX_CACHE", str(tmp_path))
-    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
-    base = images.base_rootfs_path()
-    layer = images.rootfs_path("aem-sandbox/instance:0123")
+    base = base_rootfs_path()
+    layer = rootfs_path("aem-sandbox/instance:0123")
     exported = tmp_path / "rootfs" / "export_0123"
     for path in (base, layer, exported):
         path.mkdir(parents=True)
-    (layer / images.LAYER_MARK).write_text("aem-sandbox/instance:0123\n")
-    (exported / ".aem-image-id").write_text("sha256:0\n")
+    (layer / LAYER_MARK).write_text("aem-sandbox/instance:0123\n")
+    (exported / EXPORT_MARK).write_text("sha256:0\n")
     assert main(["sandbox", "gc", "--layers"]) == 0
     assert "2 layer root file system(s) removed" in capsys.readouterr().out
     assert base.exists() and not layer.exists() and not exported.exists()

@@ -5,41 +5,41 @@ from pathlib import Path
 
 import pytest
 
-from sandboxes import SandboxError, images
+from sandboxes import SandboxError, cache, docker_images, images, layers, rootfs
 from sandboxes.errors import SandboxDataError
 
 
 def test_suite_comes_from_the_host_or_the_override(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AEM_DEBIAN_SUITE", raising=False)
-    host = images.debian_suite()
+    host = layers.debian_suite()
     assert host.isalpha() and host.islower()
     monkeypatch.setenv("AEM_DEBIAN_SUITE", "trixie")
-    assert images.debian_suite() == "trixie"
+    assert layers.debian_suite() == "trixie"
 
 
 def test_base_tag_is_stable_and_follows_its_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    first = images.base_tag()
-    assert first == images.base_tag()
+    first = layers.base_tag()
+    assert first == layers.base_tag()
     assert first.startswith("aem-sandbox/base:")
     monkeypatch.setenv("AEM_DEBIAN_SUITE", "some-other-release")
-    assert images.base_tag() != first
+    assert layers.base_tag() != first
 
 
 def test_base_packages_include_the_tools_the_tasks_need() -> None:
-    packages = set(images.base_packages())
+    packages = set(layers.base_packages())
     assert {"python3", "python3-venv", "python3-pip", "git", "patch", "python3-pytest"} <= packages
 
 
 def test_recipes_use_only_legacy_builder_syntax() -> None:
     for name in ("Dockerfile.env", "Dockerfile.instance"):
-        text = (images.RECIPES / name).read_text()
+        text = (layers.RECIPES / name).read_text()
         assert "<<" not in text and "--mount" not in text and "syntax=" not in text
 
 
 def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AEM_SANDBOX_CACHE", str(tmp_path))
-    assert images.cache_dir() == tmp_path
-    assert images.base_rootfs_path().parent == tmp_path / "rootfs"
+    assert cache.cache_dir() == tmp_path
+    assert rootfs.base_rootfs_path().parent == tmp_path / "rootfs"
 
 
 def test_cache_dir_follows_aems_cache_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -48,19 +48,27 @@ def test_cache_dir_follows_aems_cache_root(monkeypatch: pytest.MonkeyPatch, tmp_
 
     monkeypatch.delenv("AEM_SANDBOX_CACHE", raising=False)
     monkeypatch.setenv("AEM_CACHE_DIR", str(tmp_path))
-    assert images.cache_dir() == aem_cache_dir() / "sandboxes" == tmp_path / "sandboxes"
+    assert cache.cache_dir() == aem_cache_dir() / "sandboxes" == tmp_path / "sandboxes"
+    assert cache.aem_cache_root() == tmp_path
+
+
+def test_cache_root_without_aems_variable_is_xdgs_or_the_home_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("AEM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.aem_cache_root() == tmp_path / "aem"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.aem_cache_root() == Path.home() / ".cache" / "aem"
 
 
 def test_rootfs_for_a_directory_is_the_directory(tmp_path: Path) -> None:
-    assert images.rootfs_for_image(str(tmp_path)) == tmp_path
+    assert rootfs.rootfs_for_image(str(tmp_path)) == tmp_path
 
 
-def test_unknown_image_without_engine_is_one_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sandboxes import backends
-
-    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
+def test_unknown_image_without_engine_is_one_clear_error(no_engine: None) -> None:
     with pytest.raises(SandboxError, match="no root file system for image"):
-        images.rootfs_for_image("aem-sandbox/instance:0000000000000000")
+        rootfs.rootfs_for_image("aem-sandbox/instance:0000000000000000")
 
 
 def make_wheel(directory: Path) -> Path:
@@ -127,13 +135,12 @@ def test_a_bad_setup_command_fails_the_build_with_its_output(
 
 
 def test_layers_build_without_docker_as_root_file_systems(
-    bwrap_instance_image: str, base_rootfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bwrap_instance_image: str, base_rootfs: Path, tmp_path: Path, no_engine: None
 ) -> None:
-    from sandboxes import backends, open_sandbox
+    from sandboxes import open_sandbox
 
-    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
-    root = images.rootfs_for_image(bwrap_instance_image)
-    assert (root / images.LAYER_MARK).read_text().strip() == bwrap_instance_image
+    root = rootfs.rootfs_for_image(bwrap_instance_image)
+    assert (root / cache.LAYER_MARK).read_text().strip() == bwrap_instance_image
     assert (root / "testbed" / "calc.py").exists()
     assert (root / "usr" / "bin" / "python3").samefile(base_rootfs / "usr" / "bin" / "python3")
     env = images.ensure_env_image([make_wheel(tmp_path)], progress=None)
@@ -148,22 +155,19 @@ def test_bwrap_backend_builds_root_file_systems_even_where_an_engine_answers(
 ) -> None:
     """``backend="bwrap"`` never builds a Docker image only to export it again."""
 
-    def refuse(*_args: object) -> None:
+    def refuse(*_args: object, **_options: object) -> None:
         raise AssertionError("a Docker build was started for the bubblewrap backend")
 
-    monkeypatch.setattr(images._Layer, "_docker_build", refuse)
+    monkeypatch.setattr(docker_images, "build_layer", refuse)
     bundle, commit = repo_bundle
     tag = images.ensure_instance_image(bundle, commit, backend="bwrap", progress=None)
     assert tag == bwrap_instance_image  # same inputs, same tag, whichever backend built it
-    assert (images.rootfs_path(tag) / images.LAYER_MARK).exists()
+    assert (rootfs.rootfs_path(tag) / cache.LAYER_MARK).exists()
 
 
 def test_image_available_for_bwrap_looks_at_root_file_systems(
-    bwrap_instance_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    bwrap_instance_image: str, tmp_path: Path, no_engine: None
 ) -> None:
-    from sandboxes import backends
-
-    monkeypatch.setattr(backends, "docker_unavailable_reason", lambda: "no engine (test)")
     assert images.image_available(bwrap_instance_image, backend="bwrap")
     assert images.image_available(str(tmp_path), backend="bwrap")
     assert not images.image_available("aem-sandbox/instance:0000000000000000", backend="bwrap")

@@ -124,7 +124,7 @@ def test_bwrap_refuses_a_workdir_the_image_lacks(base_rootfs) -> None:
     from sandboxes.bwrap_sandbox import BwrapSandbox
 
     with pytest.raises(SandboxError, match="needs the directory /nowhere"):
-        BwrapSandbox(str(base_rootfs), workdir="/nowhere")
+        BwrapSandbox(str(base_rootfs), rootfs=base_rootfs, workdir="/nowhere")
 
 
 def test_sandboxes_release_every_socket_and_pipe(

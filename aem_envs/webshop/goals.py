@@ -85,6 +85,7 @@ def goals_from_human_instructions(
                 continue
             instruction = entry.get("instruction")
             expect(instruction, str, file, f"{where}.instruction", "a string")
+            assert isinstance(instruction, str)  # expect raised otherwise
             upper, price_text = price_bound(product.price, rng)
             goals.append(
                 _goal(

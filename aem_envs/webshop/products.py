@@ -149,6 +149,7 @@ def parse_products(
         asin = raw.get("asin")
         if type(asin) is not str:
             expect(asin, str, file, f"[{i}].asin", "a string")
+        assert isinstance(asin, str)  # expect raised otherwise
         if asin == "nan" or len(asin) > 10 or asin in seen:
             continue
         seen.add(asin)
@@ -162,6 +163,9 @@ def parse_products(
             and type(description) is str
         ):
             _check_text_fields(raw, file, f"[{i}]")
+        # _check_text_fields raised otherwise.
+        assert isinstance(name, str) and isinstance(category, str)
+        assert isinstance(query, str) and isinstance(crumbs, str)
         prices = parse_price(raw.get("pricing"), file=file, where=f"[{i}].pricing")
         price = prices[0] if len(prices) == 1 else rng.uniform(prices[0], prices[1])
         bullets = raw.get("small_description")

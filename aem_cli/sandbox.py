@@ -85,9 +85,8 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_gc(args: argparse.Namespace) -> int:
-    from sandboxes.backends import docker_unavailable_reason
     from sandboxes.bwrap_sandbox import gc_scratch
-    from sandboxes.docker_sandbox import docker_client
+    from sandboxes.docker_engine import docker_client, docker_unavailable_reason
     from sandboxes.reaper import gc, prune_layers
 
     for path in gc_scratch():
@@ -110,11 +109,11 @@ def run_gc(args: argparse.Namespace) -> int:
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from sandboxes.backends import docker_unavailable_reason
-    from sandboxes.docker_sandbox import docker_client
-    from sandboxes.images import KIND_LABEL, base_rootfs_path, base_tag
+    from sandboxes.docker_engine import docker_client, docker_unavailable_reason
+    from sandboxes.layers import KIND_LABEL, base_tag
     from sandboxes.owner import LABEL_PREFIX, Owner, is_alive
     from sandboxes.reaper import sandbox_containers
+    from sandboxes.rootfs import base_rootfs_path
 
     rootfs = base_rootfs_path()
     state = "present" if rootfs.exists() else "not built"

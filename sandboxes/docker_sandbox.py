@@ -28,7 +28,7 @@ import weakref
 from typing import Any
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
-from .docker_engine import client_session, docker_client, docker_module
+from .docker_engine import docker_client, docker_module
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
 
@@ -67,10 +67,6 @@ _WRITER = (
 )
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
-
-# client_session and docker_client live in docker_engine; they stay importable from here
-# while aem_cli/sandbox.py and tests/envs/swe/test_env.py import them from this module.
-__all__ = ["DROPPED_CAPABILITIES", "DockerSandbox", "client_session", "docker_client"]
 
 
 class DockerSandbox(Sandbox):

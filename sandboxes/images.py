@@ -17,7 +17,6 @@ from .backends import build_backend, resolve_backend
 from .docker_engine import docker_unavailable_reason
 from .docker_images import ensure_base_image
 from .layers import (
-    KIND_LABEL,
     Layer,
     Progress,
     base_tag,
@@ -27,21 +26,7 @@ from .layers import (
     stderr_progress,
     wheel_files,
 )
-from .rootfs import base_rootfs_path, ensure_base_rootfs
-
-# KIND_LABEL and base_rootfs_path stay importable from here while aem_cli/sandbox.py
-# imports them from this module.
-__all__ = [
-    "KIND_LABEL",
-    "base_rootfs_path",
-    "base_tag",
-    "ensure_base",
-    "ensure_base_image",
-    "ensure_base_rootfs",
-    "ensure_env_image",
-    "ensure_instance_image",
-    "image_available",
-]
+from .rootfs import ensure_base_rootfs
 
 
 def ensure_base(

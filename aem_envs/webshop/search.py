@@ -29,6 +29,7 @@ import numpy as np
 
 from aem_envs.core.errors import require
 from aem_envs.webshop.catalog import Catalog, Product
+from sandboxes.cache import aem_cache_root
 
 #: Hits a search returns (the original's ``SEARCH_RETURN_N``).
 TOP_K = 50
@@ -58,14 +59,6 @@ def document_text(product: Product) -> str:
     )
     first_bullet = product.bullet_points[0] if product.bullet_points else ""
     return " ".join((product.name, product.description, first_bullet, option_text)).lower()
-
-
-def cache_root() -> Path:
-    """Where aem keeps derived data users may delete at any time."""
-    if os.environ.get("AEM_CACHE_DIR"):
-        return Path(os.environ["AEM_CACHE_DIR"])
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "aem"
 
 
 class SearchEngine:
@@ -142,7 +135,7 @@ _LOCK = threading.Lock()
 
 
 def index_dir(catalog: Catalog) -> Path:
-    return cache_root() / "webshop" / catalog.content_hash / INDEX_FORMAT
+    return aem_cache_root() / "webshop" / catalog.content_hash / INDEX_FORMAT
 
 
 def engine_for(catalog: Catalog) -> SearchEngine:

@@ -116,9 +116,9 @@ def catalog_dir(size: int) -> Path | None:
     """
     if size == SIZES[0]:
         return None
-    from aem_envs.webshop.search import cache_root
+    from sandboxes.cache import aem_cache_root
 
-    return cache_root() / "webshop" / f"generated-{size}-{LARGE_GOALS}-{LARGE_SEED}"
+    return aem_cache_root() / "webshop" / f"generated-{size}-{LARGE_GOALS}-{LARGE_SEED}"
 
 
 def prepare(size: int) -> None:

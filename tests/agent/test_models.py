@@ -13,11 +13,11 @@ from aem_agent.models import (
     MARKER,
     SMOLLM2_DIRNAME,
     SMOLLM2_INSTALL,
-    aem_cache_dir,
     smollm2_checkpoint,
     smollm2_gguf,
 )
 from aem_envs.core.errors import MissingDependencyError
+from sandboxes.cache import aem_cache_root
 
 
 def _installed() -> bool:
@@ -45,12 +45,12 @@ def fake_converter(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Path
 
 def test_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AEM_CACHE_DIR", "/somewhere/aem")
-    assert aem_cache_dir() == Path("/somewhere/aem")
+    assert aem_cache_root() == Path("/somewhere/aem")
     monkeypatch.delenv("AEM_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
-    assert aem_cache_dir() == Path("/xdg/aem")
+    assert aem_cache_root() == Path("/xdg/aem")
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert aem_cache_dir() == Path.home() / ".cache" / "aem"
+    assert aem_cache_root() == Path.home() / ".cache" / "aem"
 
 
 def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch) -> None:

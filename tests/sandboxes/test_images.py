@@ -44,11 +44,11 @@ def test_cache_dir_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
 
 def test_cache_dir_follows_aems_cache_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """One ``$AEM_CACHE_DIR`` moves every aem cache, models and sandboxes alike."""
-    from aem_agent.models import aem_cache_dir
+    from sandboxes.cache import aem_cache_root
 
     monkeypatch.delenv("AEM_SANDBOX_CACHE", raising=False)
     monkeypatch.setenv("AEM_CACHE_DIR", str(tmp_path))
-    assert cache.cache_dir() == aem_cache_dir() / "sandboxes" == tmp_path / "sandboxes"
+    assert cache.cache_dir() == aem_cache_root() / "sandboxes" == tmp_path / "sandboxes"
     assert cache.aem_cache_root() == tmp_path
 
 

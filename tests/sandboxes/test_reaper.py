@@ -51,7 +51,8 @@ def test_process_start_reads_names_with_spaces_and_parentheses(tmp_path) -> None
 def test_gc_keeps_live_owners_and_removes_unlabelled_or_dead_ones(instance_image: str) -> None:
 
     from sandboxes import gc
-    from sandboxes.docker_sandbox import DockerSandbox, client_session
+    from sandboxes.docker_engine import client_session
+    from sandboxes.docker_sandbox import DockerSandbox
     from sandboxes.owner import LABEL_MARK
 
     with client_session() as client:

@@ -177,7 +177,7 @@ def test_parent_killed_mid_episode_leaves_no_container_after_gc(
     import docker
 
     from sandboxes import gc
-    from sandboxes.docker_sandbox import client_session
+    from sandboxes.docker_engine import client_session
 
     script = textwrap.dedent(
         f"""
@@ -208,7 +208,8 @@ def test_parent_killed_mid_episode_leaves_no_container_after_gc(
 
 @pytest.mark.docker
 def test_docker_containers_are_created_hardened(docker_engine: None, instance_image: str) -> None:
-    from sandboxes.docker_sandbox import DROPPED_CAPABILITIES, DockerSandbox, client_session
+    from sandboxes.docker_engine import client_session
+    from sandboxes.docker_sandbox import DROPPED_CAPABILITIES, DockerSandbox
     from sandboxes.owner import current_owner
 
     with DockerSandbox(instance_image, limits=TEST_LIMITS) as box, client_session() as client:

@@ -121,7 +121,7 @@ def test_malformed_actions_are_invalid(fresh, action):
 def test_step_limit_of_gym_make_grades_the_working_tree_and_releases_the_container():
     """``max_episode_steps`` ends the episode at the env's own limit: graded (terminated, the
     reward is final), cut by the limit (truncated), and the sandbox is gone at once."""
-    from sandboxes.docker_sandbox import client_session
+    from sandboxes.docker_engine import client_session
 
     environment = gym.make("aem_envs:aem/SWE-v0", max_episode_steps=2, backend="docker")
     try:

@@ -25,7 +25,7 @@ import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
@@ -194,7 +194,8 @@ class WebShopBrowserEnv(WebShopEnv):
     - ``aem/WebShopBrowser-v0``
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
+    # An instance attribute in gymnasium.Env and TextEnv, so no ClassVar (as in TextEnv).
+    metadata: dict[str, Any] = {  # noqa: RUF012
         "render_modes": ["ansi", "human", "rgb_array"],
         "render_fps": 4,
     }

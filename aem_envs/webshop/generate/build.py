@@ -133,7 +133,7 @@ def _reviews(rng: random.Random, listing: _Listing) -> dict[str, Any] | None:
     if n == 0:
         return None
     words = vocabulary()
-    reviews = []
+    reviews: list[dict[str, Any]] = []
     for _ in range(n):
         score = rng.choices((5, 4, 3, 2, 1), weights=(5, 3, 1, 1, 1))[0]
         attribute = rng.choice(listing.attributes)

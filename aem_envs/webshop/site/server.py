@@ -23,6 +23,8 @@ class SiteServer:
         self._httpd = ThreadingHTTPServer((host, 0), handler)
         self._httpd.daemon_threads = True
         host_name, port = self._httpd.server_address[:2]
+        # Bound, the address is getsockname()'s: the host is a str (bytes are only accepted).
+        assert isinstance(host_name, str)
         self.base_url = f"http://{host_name}:{port}"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

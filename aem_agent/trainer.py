@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from trl import GRPOTrainer
@@ -39,6 +39,7 @@ from aem_agent.config import AEMConfig, ConfigError
 
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
@@ -58,6 +59,7 @@ class AEMGRPOTrainer(GRPOTrainer):
     """
 
     args: AEMConfig
+    model: PreTrainedModel | torch.nn.Module  # GRPOTrainer always has one (Trainer allows None)
 
     def __init__(
         self,
@@ -132,6 +134,7 @@ class AEMGRPOTrainer(GRPOTrainer):
 
     def _old_policy_forward_runs(self) -> bool:
         """Whether TRL computes old-policy log-probs this batch (the condition it uses)."""
+        assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
         generate_every = self.args.steps_per_generation * self.num_iterations
         return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
             self.use_vllm and self.vllm_importance_sampling_correction
@@ -203,14 +206,15 @@ class AEMGRPOTrainer(GRPOTrainer):
     def _inputs_prepared(self) -> Iterator[None]:
         """Within: ``Trainer.training_step`` takes its inputs as already prepared."""
         saved = self.__dict__.get("_prepare_inputs")
-        self._prepare_inputs = _unchanged
+        # An instance attribute over the method, on purpose (removed again below).
+        self._prepare_inputs = _unchanged  # type: ignore[method-assign]
         try:
             yield
         finally:
             if saved is None:
                 del self._prepare_inputs
             else:
-                self._prepare_inputs = saved
+                self._prepare_inputs = saved  # type: ignore[method-assign]  # as above
 
     # ------------------------------------------------------------------ AEM
     def _modulate(
@@ -326,10 +330,11 @@ class AEMGRPOTrainer(GRPOTrainer):
         n_episodes = len(inputs)
         steps.check_keys(out, n_episodes)
         device = out["advantages"].device
+        assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
         chunks = self.args.steps_per_generation if self.model.training else 1
         local_rows = sum(len(x["steps"]) for x in inputs)
         counts = self.accelerator.gather(torch.tensor([local_rows], device=device)).tolist()
-        pad_id = self.processing_class.pad_token_id
+        pad_id = cast("PreTrainedTokenizerBase", self.processing_class).pad_token_id
         rows = steps.collect_steps(
             [x["steps"] for x in inputs],
             pad_id,
@@ -390,10 +395,11 @@ class AEMGRPOTrainer(GRPOTrainer):
             )
             return logps, entropies
 
-        with (
-            torch.no_grad(),
-            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
-        ):
+        # TRL makes the same call: a PeftModel forwards the checkpointing switches to its base
+        # model, and TrainingArguments has parsed a JSON string of kwargs into a dict.
+        policy = cast("PreTrainedModel", self.model)
+        kwargs = cast("dict[str, Any] | None", self.args.gradient_checkpointing_kwargs)
+        with torch.no_grad(), disable_gradient_checkpointing(policy, kwargs):
             return steps.batched_forward(forward, rows, n_calls, with_entropy=with_entropy)
 
     def _step_reference(self, rows: steps.StepRows, n_calls: int) -> torch.Tensor:

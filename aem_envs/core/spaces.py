@@ -11,7 +11,7 @@ correct rather than corrupted.
 from __future__ import annotations
 
 import multiprocessing as mp
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from collections.abc import Sequence as SequenceABC
 from typing import Any
 
@@ -88,7 +88,7 @@ class TextSpace(Space[str]):
     def __hash__(self) -> int:
         return hash((TextSpace, self.max_length, self.min_length))
 
-    def to_jsonable(self, sample_n: Sequence[str]) -> list[str]:
+    def to_jsonable(self, sample_n: Iterable[str]) -> list[str]:
         return list(sample_n)
 
     def from_jsonable(self, sample_n: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@ import json
 import os
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsFloat
 
 import gymnasium as gym
 
@@ -88,12 +88,12 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         ]
         return obs, info
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         shown = action if isinstance(action, str) else repr(action)
         return self._record({"action": shown}, *result)
 
-    def reject(self, reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    def reject(self, reason: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """The env's invalid-action step for ``reason``, recorded with ``action: null``."""
         result = self.env.get_wrapper_attr("reject")(reason)
         return self._record({"action": None, "rejected": reason}, *result)
@@ -102,11 +102,11 @@ class TrajectoryRecorder(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self,
         row: dict[str, Any],
         obs: str,
-        reward: float,
+        reward: SupportsFloat,
         terminated: bool,
         truncated: bool,
         info: dict[str, Any],
-    ) -> tuple[str, float, bool, bool, dict[str, Any]]:
+    ) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         self._return += float(reward)
         self._rows.append(
             {

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, SupportsFloat, get_args
 
 import gymnasium as gym
 import torch
@@ -304,6 +304,7 @@ class MultiTurnRollout:
                 labels = {i: teacher(envs[i]) for i in active}
                 replies = {i: self.teacher_reply(labels[i]) for i in active}
             else:
+                assert generate is not None  # checked above: exactly one of generate and teacher
                 replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
             texts = [
                 self.reply_prefix + self.tokenizer.decode(replies[i].ids, skip_special_tokens=True)
@@ -387,7 +388,7 @@ class MultiTurnRollout:
         context: list[int],
         reply: Generated,
         text: str,
-        step: tuple[str, float, bool, bool, dict[str, Any]],
+        step: tuple[str, SupportsFloat, bool, bool, dict[str, Any]],
     ) -> None:
         obs, reward, terminated, truncated, info = step
         episode.turns.append(Turn(context, reply, text, float(reward), info["action_valid"]))

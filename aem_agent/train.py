@@ -24,7 +24,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aem_agent.prompts import write_prompt_layout
 from aem_envs.core.errors import AEMError, DataError
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # torch and TRL load only when a run starts
     from transformers import TrainerCallback
 
     from aem_agent.config import AEMConfig
+    from aem_agent.rollout import MultiTurnRollout
     from aem_agent.trainer import AEMGRPOTrainer
 
 #: Keys of a training YAML that are not ``AEMConfig`` fields.
@@ -193,7 +194,7 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
         model_dir,
         callbacks=[metrics.callback(), log_line_callback(), *_tensorboard(output_dir, driver)],
     )
-    rollout = trainer.rollout_func
+    rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     if trainer.is_world_process_zero():
         rollout.progress = print
         atomic_write_json(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_agent.prompts import build_messages, read_prompt_layout
@@ -17,7 +17,7 @@ from aem_envs.core.errors import DataError, require
 
 if TYPE_CHECKING:
     import torch
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import GenerationMixin, PreTrainedModel, PreTrainedTokenizerBase
 
 
 class HFPolicy(Policy):
@@ -111,7 +111,7 @@ class HFPolicy(Policy):
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        source: str,
+        source: str | None,
         max_new_tokens: int = 256,
         temperature: float = 0.7,
         top_p: float = 1.0,
@@ -147,8 +147,11 @@ class HFPolicy(Policy):
         messages = build_messages(
             inp, history_window=self.history_window, system_prompt=self.system_prompt
         )
-        text = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False
+        text = cast(  # tokenize=False: the prompt text
+            "str",
+            self.tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=False
+            ),
         )
         encoded = self.tokenizer(text + self.reply_prefix, add_special_tokens=False)
         return list(encoded["input_ids"])
@@ -163,7 +166,7 @@ class HFPolicy(Policy):
         return [
             PolicyOutput(
                 reply=self.reply_prefix
-                + self.tokenizer.decode(completion, skip_special_tokens=True),
+                + cast("str", self.tokenizer.decode(completion, skip_special_tokens=True)),
                 prompt_tokens=len(prompt),
                 completion_tokens=len(completion),
                 extra={
@@ -203,7 +206,8 @@ class HFPolicy(Policy):
         self.model.eval()  # no dropout while acting, even on a model a trainer is updating
         try:
             with self._rng(device), torch.no_grad():
-                output = self.model.generate(
+                # A causal LM (AutoModelForCausalLM): its class mixes in generation.
+                output = cast("GenerationMixin", self.model).generate(
                     input_ids=input_ids, attention_mask=attention_mask, **options
                 )
         finally:

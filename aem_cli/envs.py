@@ -10,10 +10,14 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from aem_envs.core.errors import AEMError
 from aem_envs.registration import EnvEntry, entry, landed_entries
+
+if TYPE_CHECKING:
+    from aem_envs.core.base import TextEnv
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,8 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def describe(item: EnvEntry) -> dict[str, Any]:
     """Everything ``aem envs`` says about one id, without starting its engine."""
     missing = item.missing_modules()
+    task_sets: Mapping[str, dict[str, int] | str]
     try:
-        task_sets = item.env_class().task_set_summary()
+        task_sets = _env_class(item).task_set_summary()
     except (ImportError, AEMError) as exc:
         task_sets = {"unavailable": str(exc)}
     return {
@@ -58,7 +63,7 @@ def describe(item: EnvEntry) -> dict[str, Any]:
 
 def task_listing(item: EnvEntry, split: str | None) -> list[tuple[str, str]]:
     """``(split, task_id)`` for every task of the id's default configuration."""
-    env_class = item.env_class()
+    env_class = _env_class(item)
     if split is not None and split not in env_class.splits:
         raise AEMError(f"{item.id} has no split {split!r}; choose one of {list(env_class.splits)}")
     env = env_class()
@@ -130,3 +135,8 @@ def _print_row(row: dict[str, Any]) -> None:
         else:
             print(f"    {split}: {counts}")
     print(f"    task ids: aem envs {row['id']} --tasks")
+
+
+def _env_class(item: EnvEntry) -> type[TextEnv]:
+    """The id's class (importing it); every id of the registry is a ``TextEnv``."""
+    return cast("type[TextEnv]", item.env_class())

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any
 
 import gymnasium as gym
 
-from aem_envs.core.errors import AEMError
+from aem_cli.env_kwargs import add_env_kwargs_flag, parse_env_kwargs
 from aem_envs.policies import POLICIES, ExpertPolicy, RandomPolicy
 from aem_envs.registration import resolve_env_id
 
@@ -22,19 +20,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--split", help="task split (default: the env's first)")
     parser.add_argument("--task-id", help="play this task")
     parser.add_argument("--max-steps", type=int, help="episode step limit")
-    parser.add_argument(
-        "--env-kwargs", default="{}", help="JSON object of extra constructor arguments"
-    )
+    add_env_kwargs_flag(parser)
     parser.add_argument("--quiet", action="store_true", help="print only the final result")
     parser.set_defaults(func=run)
 
 
 def _make(args: argparse.Namespace) -> gym.Env:
     env_id = resolve_env_id(args.env_id)
-    try:
-        kwargs: dict[str, Any] = json.loads(args.env_kwargs)
-    except json.JSONDecodeError as exc:
-        raise AEMError(f"--env-kwargs is not a JSON object: {exc}") from exc
+    kwargs = parse_env_kwargs(args.env_kwargs)
     if args.max_steps is not None:
         kwargs["max_steps"] = args.max_steps
     return gym.make(env_id, **kwargs)
@@ -42,7 +35,7 @@ def _make(args: argparse.Namespace) -> gym.Env:
 
 def run(args: argparse.Namespace) -> int:
     env = _make(args)
-    policy = None
+    policy: RandomPolicy | ExpertPolicy | None = None
     if args.policy == "random":
         policy = RandomPolicy(seed=args.seed)
     elif args.policy == "expert":
@@ -67,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
                 if not args.quiet:
                     print(f"> {action}")
             obs, reward, terminated, truncated, info = env.step(action)
-            total += reward
+            total += float(reward)
             done = terminated or truncated
         if done and not args.quiet:
             print(f"\n{obs}")

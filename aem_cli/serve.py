@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 
+from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.play import _make as make_env
 from aem_envs.core.errors import ArgumentError
 
@@ -26,9 +27,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="seconds a session may sit idle before its env is closed; 0: never",
     )
     parser.add_argument("--max-steps", type=int, help="episode step limit")
-    parser.add_argument(
-        "--env-kwargs", default="{}", help="JSON object of extra constructor arguments"
-    )
+    add_env_kwargs_flag(parser)
     parser.set_defaults(func=run)
 
 

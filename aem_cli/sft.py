@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from aem_cli.env_kwargs import add_env_kwargs_flag, parse_env_kwargs
 from aem_cli.run_flags import add_run_flags
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
@@ -35,6 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env id(s) to imitate")
+    add_env_kwargs_flag(parser)
     add_run_flags(
         parser,
         model=defaults.model,
@@ -133,6 +135,7 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
         torch_threads=args.torch_threads,
         overwrite=args.overwrite,
         resume=args.resume,
+        env_kwargs=parse_env_kwargs(args.env_kwargs),
     )
 
 

@@ -58,3 +58,24 @@ def test_play_reads_actions_from_a_person(monkeypatch, capsys) -> None:
     assert main(["play", FIXTURE_ID, "--max-steps", "2"]) == 0
     out = capsys.readouterr().out
     assert "admissible: go east | look" in out and "steps=2" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"), [("[1]", "must be a JSON object"), ("{oops", "not valid JSON")]
+)
+def test_env_kwargs_that_are_not_a_json_object_are_one_line(
+    text: str, message: str, capsys
+) -> None:
+    assert main(["play", "aem/ALFWorld-v0", "--policy", "expert", "--env-kwargs", text]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "--env-kwargs" in err and len(err.splitlines()) == 1
+
+
+def test_sft_passes_env_kwargs_to_its_envs() -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.sft import settings_from_args
+
+    args = build_parser().parse_args(
+        ["sft", "aem/ALFWorld-v0", "--output-dir", "x", "--env-kwargs", '{"expert": "search"}']
+    )
+    assert settings_from_args(args).env_kwargs == {"expert": "search"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from aem_envs.alfworld.pddl import demangled_names
 from aem_envs.core.errors import DataError
@@ -85,7 +86,10 @@ class State:
     sliced: set[str] = field(default_factory=set)
 
     def copy(self) -> State:
-        return State(**{k: (set(v) if isinstance(v, set) else v) for k, v in vars(self).items()})
+        values: dict[str, Any] = {  # vars() gives Any
+            k: (set(v) if isinstance(v, set) else v) for k, v in vars(self).items()
+        }
+        return State(**values)
 
 
 _STATIC = {
@@ -191,6 +195,12 @@ def parse_problem(text: str) -> tuple[Layout, State]:
         in_recep=pairs["inreceptacle"],
         obj_loc=pairs["objectatlocation"],
         in_recep_object=pairs["inreceptacleobject"],
-        **flags,
+        opened=flags["opened"],
+        clean=flags["clean"],
+        hot=flags["hot"],
+        cool=flags["cool"],
+        on=flags["on"],
+        toggled=flags["toggled"],
+        sliced=flags["sliced"],
     )
     return layout, state

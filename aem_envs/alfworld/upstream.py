@@ -133,6 +133,7 @@ class UpstreamEngine:
         return self._expert_plan
 
     def _catch_up(self) -> None:
+        assert self._expert_module is not None  # expert_action checked it
         if self._expert is None:
             self._expert = self._expert_module.HandCodedTWAgent(max_steps=200)
             self._expert.reset(self._game_file)

@@ -144,6 +144,7 @@ def choose_goal(
     if appliance is not None:
         if appliance not in rtypes:
             return None
+        assert affordance is not None  # APPLIANCE pairs an appliance with its affordance
         objects = [o for o in objects if o in vocab.affordances[affordance]]
     if task_type == "pick_two_obj_and_place":
         objects = [o for o in objects if counts[o] >= 2]

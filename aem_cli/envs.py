@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from aem_envs.core.errors import AEMError
-from aem_envs.registration import EnvEntry, entry, landed_entries
+from aem_envs.registration import ENTRIES, EnvEntry, entry
 
 if TYPE_CHECKING:
     from aem_envs.core.base import TextEnv
@@ -75,7 +75,7 @@ def task_listing(item: EnvEntry, split: str | None) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    items = landed_entries()
+    items = list(ENTRIES)
     if args.env_id is not None:
         chosen = entry(args.env_id)
         if chosen is None:

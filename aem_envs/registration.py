@@ -1,14 +1,12 @@
 """The environment ids aem provides, what each needs, and their registration with Gymnasium.
 
 Registration is a table rather than scattered ``gym.register`` calls so that ``aem envs``
-can say what every id needs without importing any engine, and so that an id is registered
-only once its package has landed in this distribution.
+can say what every id needs without importing any engine.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -54,13 +52,6 @@ class EnvEntry:
     @property
     def module(self) -> str:
         return self.entry_point.split(":")[0]
-
-    def landed(self) -> bool:
-        """Whether this distribution ships the env's module at all."""
-        try:
-            return importlib.util.find_spec(self.module) is not None
-        except ModuleNotFoundError:
-            return False
 
     @property
     def install(self) -> str:
@@ -129,18 +120,14 @@ ENTRIES: tuple[EnvEntry, ...] = (
 
 
 def entry_by_id(env_id: str) -> EnvEntry:
-    """The table entry of an aem id, landed or not (for code that describes its own id)."""
+    """The table entry of an aem id (for code that describes its own id)."""
     return next(item for item in ENTRIES if item.id == env_id)
-
-
-def landed_entries() -> list[EnvEntry]:
-    return [entry for entry in ENTRIES if entry.landed()]
 
 
 def entry(env_id: str) -> EnvEntry | None:
     """The table entry for ``env_id`` (with or without the ``aem_envs:`` prefix), if any."""
     bare = env_id.split(":", 1)[-1]
-    return next((item for item in landed_entries() if item.id == bare), None)
+    return next((item for item in ENTRIES if item.id == bare), None)
 
 
 def resolve_env_id(env_id: str) -> str:
@@ -155,7 +142,7 @@ def resolve_env_id(env_id: str) -> str:
         return env_id
     from aem_envs.core.errors import AEMError
 
-    known = ", ".join(e.id for e in landed_entries()) or "none installed"
+    known = ", ".join(e.id for e in ENTRIES)
     raise AEMError(f"unknown environment id {env_id!r}; aem ids: {known} (see `aem envs`)")
 
 
@@ -180,8 +167,8 @@ REMOTE_ID = "aem/Remote-v0"
 
 
 def register_envs() -> None:
-    """Register every landed id, and the remote client, with Gymnasium (idempotent)."""
-    for item in landed_entries():
+    """Register every aem id, and the remote client, with Gymnasium (idempotent)."""
+    for item in ENTRIES:
         register_text_env(item.id, item.entry_point)
     if REMOTE_ID not in gym.registry:
         gym.register(id=REMOTE_ID, entry_point="aem_envs.remote.client:RemoteEnv")

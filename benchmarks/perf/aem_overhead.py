@@ -39,10 +39,10 @@ def _row(metric: str, ours: Any, baseline: Any, unit: str, note: str) -> dict[st
 
 
 def _env_id() -> str | None:
-    from aem_envs.registration import landed_entries
+    from aem_envs.registration import ENTRIES
 
-    landed = {e.id for e in landed_entries() if not e.missing_modules()}
-    return next((i for i in ENV_IDS if i in landed), None)
+    ready = {e.id for e in ENTRIES if not e.missing_modules()}
+    return next((i for i in ENV_IDS if i in ready), None)
 
 
 def measure(quick: bool = False) -> list[dict[str, Any]]:

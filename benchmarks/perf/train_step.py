@@ -132,7 +132,7 @@ def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
 def measure(quick: bool = False) -> list[dict[str, Any]]:
     """Rows: step wall time, rollout and update time, peak RSS, ours against the baseline."""
     from aem_envs.core.errors import MissingDependencyError
-    from aem_envs.registration import landed_entries
+    from aem_envs.registration import ENTRIES
 
     try:
         from aem_agent.models import smollm2_checkpoint
@@ -140,7 +140,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
         smollm2_checkpoint()
     except MissingDependencyError as exc:
         return [perf_row(BENCHMARK, "step wall", None, None, "s", f"skipped: {exc}")]
-    if ENV_ID not in {e.id for e in landed_entries() if not e.missing_modules()}:
+    if ENV_ID not in {e.id for e in ENTRIES if not e.missing_modules()}:
         return [perf_row(BENCHMARK, "step wall", None, None, "s", f"skipped: {ENV_ID} missing")]
     with tempfile.TemporaryDirectory() as tmp:
         ours = _run_child("ours", tmp, quick=quick)

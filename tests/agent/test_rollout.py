@@ -20,7 +20,7 @@ from aem_agent.rollout import (
     task_dataset,
     trajectory_batch,
 )
-from aem_envs.registration import landed_entries
+from aem_envs.registration import ENTRIES
 
 
 class ScriptedGenerator:
@@ -87,10 +87,10 @@ def check_rollout(env_id: str, tokenizer, replies: Sequence[str], group: int = 2
     return episodes
 
 
-#: Env ids the layout invariants are checked on: the test env and every landed aem id.
+#: Env ids the layout invariants are checked on: the test env and every aem id.
 ROLLOUT_ENV_IDS = ["aemtest/Doors-v0"] + [
     pytest.param(item.id, id=item.id, marks=[getattr(pytest.mark, r) for r in item.resources])
-    for item in landed_entries()
+    for item in ENTRIES
 ]
 
 

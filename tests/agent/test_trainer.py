@@ -18,7 +18,7 @@ from aem_agent.trainer import (
     SOURCE_SAMPLER,
     AEMGRPOTrainer,
 )
-from aem_envs.registration import landed_entries
+from aem_envs.registration import ENTRIES
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -326,10 +326,10 @@ def test_training_steps_move_the_weights(tiny_model_dir, tmp_path, doors_env_id,
     "env_id",
     [
         pytest.param(item.id, id=item.id, marks=[getattr(pytest.mark, r) for r in item.resources])
-        for item in landed_entries()
+        for item in ENTRIES
     ],
 )
-def test_real_training_step_on_each_landed_env(tiny_model_dir, tmp_path, env_id: str) -> None:
+def test_real_training_step_on_each_env(tiny_model_dir, tmp_path, env_id: str) -> None:
     """One real TRL step through step-layout rollouts on the real environment."""
     config = make_config(
         tmp_path,

@@ -18,13 +18,13 @@ def _aem(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_envs_lists_every_landed_id_with_its_extra() -> None:
+def test_envs_lists_every_id_with_its_extra() -> None:
     result = _aem("envs", "--json")
     assert result.returncode == 0, result.stderr
-    from aem_envs.registration import landed_entries
+    from aem_envs.registration import ENTRIES
 
     rows = json.loads(result.stdout)
-    assert [row["id"] for row in rows] == [item.id for item in landed_entries()]
+    assert [row["id"] for row in rows] == [item.id for item in ENTRIES]
     assert all(row["install"].startswith("pip install 'aem[") for row in rows)
 
 

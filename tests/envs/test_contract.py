@@ -24,7 +24,7 @@ from aem_cli.envs import task_listing
 from aem_envs.core.base import INFO_KEYS
 from aem_envs.core.errors import ArgumentError, EnvClosedError
 from aem_envs.policies import ExpertPolicy, RandomPolicy
-from aem_envs.registration import EnvEntry, entry, landed_entries
+from aem_envs.registration import ENTRIES, EnvEntry, entry
 from tests.fixtures.corridor import FIXTURE_ID, register_fixture
 
 ENV_PARAMS = [pytest.param(FIXTURE_ID, id=FIXTURE_ID)] + [
@@ -33,7 +33,7 @@ ENV_PARAMS = [pytest.param(FIXTURE_ID, id=FIXTURE_ID)] + [
         id=item.id,
         marks=[getattr(pytest.mark, r) for r in item.resources],
     )
-    for item in landed_entries()
+    for item in ENTRIES
 ]
 ROLLOUT_STEPS = 4
 
@@ -360,7 +360,7 @@ DOC_HEADINGS = (
 )  # fmt: skip
 #: Modules past this are split by what they hold (data tables live in data files instead).
 MAX_MODULE_LINES = 400
-ENTRY_PARAMS = [pytest.param(item, id=item.id) for item in landed_entries()]
+ENTRY_PARAMS = [pytest.param(item, id=item.id) for item in ENTRIES]
 
 
 def _package_folder(item: EnvEntry) -> Path:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 
@@ -29,6 +29,9 @@ from aem_agent.policies.base import Policy
 from aem_envs.core.errors import AEMError, require
 from benchmarks.episodes import EPISODES_DIR, EnvPool, EpisodeJob, drive, read_record
 from benchmarks.suite import Suite
+
+if TYPE_CHECKING:
+    from aem_envs.core.base import TextEnv
 
 #: Specs of policies that read the env instead of a prompt (no model, no tokens).
 ENV_POLICIES = frozenset({"expert", "random"})
@@ -89,7 +92,7 @@ def plan(
                 "run `aem envs` for the ids this installation has"
             ) from exc
         try:
-            inner = env.unwrapped
+            inner = cast("TextEnv", env.unwrapped)  # a suite's ids are aem's text envs
             split = entry.split or inner.splits[0]
             if split not in inner.splits:
                 raise AEMError(

@@ -36,10 +36,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aem_envs.core.errors import AEMError, DataError
 from aem_envs.core.io import atomic_write_json, jsonable
+
+if TYPE_CHECKING:
+    from aem_agent.rollout import EpisodeSpec, MultiTurnRollout
+    from aem_envs.core.base import TextEnv
 
 START_DIR = "start"
 START_MARKER = "start.json"
@@ -207,9 +211,10 @@ def heldout_specs(config: LearningConfig) -> list[Any]:
     ensure_env(config.env_id)
     env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
     try:
-        total = len(env.unwrapped.task_ids(config.eval_split))
+        total = len(cast("TextEnv", env.unwrapped).task_ids(config.eval_split))
         wanted = min(config.eval_episodes, total)
-        specs, seen, seed = [], set(), config.eval_seed
+        specs: list[EpisodeSpec] = []
+        seen, seed = set(), config.eval_seed
         while len(specs) < wanted and seed < config.eval_seed + 50 * wanted:
             _, info = env.reset(seed=seed, options={"split": config.eval_split})
             if info["task_id"] not in seen:
@@ -406,7 +411,7 @@ def run_one(
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
-        trainer.rollout_func.close()
+        cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
     rows = writer.rows
     final = _last_value(rows, HELDOUT_KEYS[0])
     summary = {
@@ -442,37 +447,6 @@ def _number(value: Any) -> float | None:
         return None
 
 
-# ---------------------------------------------------------------------------- the grid
-def run_grid(
-    config: LearningConfig,
-    out: Path,
-    *,
-    log: Callable[[str], None] = print,
-    callbacks: Sequence[Any] = (),
-) -> dict[str, Any]:
-    """Build the start checkpoint, run every (algo, seed) not yet done, write the outputs.
-
-    results.json and the report are rewritten after every run, so a long grid shows its
-    progress and a killed grid leaves a consistent report of the runs that finished.
-    """
-    from benchmarks.learning.report import write_report
-    from benchmarks.learning.start import build_start
-
-    out.mkdir(parents=True, exist_ok=True)
-    start_dir = out / START_DIR
-    build_start(config, start_dir, log=log)
-    for algo, seed, name in config.run_names():
-        run_dir = out / RUNS_DIR / name
-        if (run_dir / DONE_MARKER).is_file():
-            log(f"[{name}] done already, skipped")
-            continue
-        run_one(config, algo, seed, start_dir, run_dir, callbacks=callbacks, log=log)
-        write_report(out, write_results(out, config))
-    results = write_results(out, config)
-    write_report(out, results)
-    return results
-
-
 # ---------------------------------------------------------------------------- results.json
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     """A run's metrics.csv as rows of numbers (empty cells dropped); [] when absent."""
@@ -505,7 +479,7 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
 
     start_file = out / START_DIR / START_MARKER
     start = json.loads(start_file.read_text(encoding="utf-8")) if start_file.is_file() else None
-    runs = []
+    runs: list[dict[str, Any]] = []
     for algo, seed, name in config.run_names():
         run_dir = out / RUNS_DIR / name
         done_file = run_dir / DONE_MARKER

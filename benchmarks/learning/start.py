@@ -20,7 +20,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.learning.experiment import (
     ACTION_TAGS,
@@ -31,6 +31,11 @@ from benchmarks.learning.experiment import (
     heldout_specs,
     run_settings,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from aem_agent.rollout import MultiTurnRollout
 
 #: Where the prompt lists the admissible actions (``aem_agent.prompts.user_prompt``).
 ADMISSIBLE_HEADER = "Admissible actions now:\n"
@@ -112,7 +117,10 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     settings = run_settings(config, "grpo", seed, scratch, save_strategy="no")
     train_config, _ = build_config(settings)
     trainer = build_trainer(train_config, model_dir)
-    tokenizer, rollout, model = trainer.processing_class, trainer.rollout_func, trainer.model
+    # What build_trainer made: the tokenizer it loaded, its rollout, the checkpoint's model.
+    tokenizer = cast("PreTrainedTokenizerBase", trainer.processing_class)
+    rollout = cast("MultiTurnRollout", trainer.rollout_func)
+    model = cast("PreTrainedModel", trainer.model)
     try:
         specs = [
             EpisodeSpec(config.env_id, 1_000_000 + seed * 10_000 + i, config.train_split)
@@ -235,5 +243,5 @@ def _start_heldout(config: LearningConfig, model_dir: Path, scratch: Path) -> tu
             seed=config.eval_seed,
         )
     finally:
-        trainer.rollout_func.close()
+        cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
     return stats["heldout/success_rate"], sum(p.numel() for p in trainer.model.parameters())

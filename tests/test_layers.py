@@ -20,9 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 STACK = ("sandboxes", "aem_envs", "aem_agent", "benchmarks", "aem_cli")
 #: Source trees of the bundled SWE task repositories: data, not aem code.
 DATA_TREES = ("aem_envs/swe/generate/repos",)
-#: Packages whose modules import each other in a circle today; the cycle test reports them
-#: as expected failures until they are untangled.
-TANGLED = frozenset({"benchmarks"})  # benchmarks.learning.experiment ↔ .start
 
 
 @dataclass(frozen=True)
@@ -154,15 +151,7 @@ def test_imports_go_down_the_stack(package: str) -> None:
     assert not upward, "imports up the stack (docs/architecture.md):\n" + "\n".join(upward)
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(reason="known cycles", strict=True))
-        if p in TANGLED
-        else p
-        for p in STACK
-    ],
-)
+@pytest.mark.parametrize("package", STACK)
 def test_no_package_imports_itself_in_a_circle(package: str) -> None:
     cycles = [cycle for cycle in _cycles(_graph()) if cycle[0].split(".")[0] == package]
     assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(

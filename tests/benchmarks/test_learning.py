@@ -29,6 +29,7 @@ pytest.importorskip("trl")
 from aem_cli.main import main
 from benchmarks.learning import experiment as ex
 from benchmarks.learning.env import ENV_ID, register
+from benchmarks.learning.grid import run_grid
 from benchmarks.learning.report import final_table
 
 LUCKY_ID = "aemtest/LuckyDoor-v0"
@@ -145,7 +146,7 @@ def test_training_raises_heldout_success_above_the_start(tmp_path, lucky_env_id)
         eval={"every": 6, "episodes": 2},
         train={"max_steps": 6, "per_device_train_batch_size": 16, "num_generations": 8},
     )
-    results = ex.run_grid(config, tmp_path / "out", log=lambda _: None)
+    results = run_grid(config, tmp_path / "out", log=lambda _: None)
     [run] = results["runs"]
     heldout = dict(run["curves"]["heldout/success_rate"])
     start, final = heldout[0], heldout[6]
@@ -169,11 +170,11 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
                 raise KeyboardInterrupt("killed")
 
     with pytest.raises(KeyboardInterrupt):
-        ex.run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
+        run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
     assert not (run_dir / ex.DONE_MARKER).exists()
     assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-2"]
 
-    results = ex.run_grid(config, out, log=lambda _: None)
+    results = run_grid(config, out, log=lambda _: None)
     done = json.loads((run_dir / ex.DONE_MARKER).read_text())
     assert done["resumed_from"] == "checkpoint-2" and done["global_step"] == 4
     with (run_dir / "metrics.csv").open() as handle:
@@ -186,7 +187,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
 
     marker = (run_dir / ex.DONE_MARKER).read_text()
     logged: list[str] = []
-    ex.run_grid(config, out, log=logged.append)
+    run_grid(config, out, log=logged.append)
     assert any("done already, skipped" in line for line in logged)
     assert (run_dir / ex.DONE_MARKER).read_text() == marker
 

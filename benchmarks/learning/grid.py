@@ -1,0 +1,50 @@
+"""The learning grid: one start checkpoint, then every (algorithm, seed) run, then the report.
+
+Why its own module: it is the one place that needs the start builder, the runs and the
+report together; the runs (:mod:`~benchmarks.learning.experiment`) and the start
+(:mod:`~benchmarks.learning.start`) then import only downwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.learning.experiment import (
+    DONE_MARKER,
+    RUNS_DIR,
+    START_DIR,
+    LearningConfig,
+    run_one,
+    write_results,
+)
+from benchmarks.learning.report import write_report
+from benchmarks.learning.start import build_start
+
+
+def run_grid(
+    config: LearningConfig,
+    out: Path,
+    *,
+    log: Callable[[str], None] = print,
+    callbacks: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """Build the start checkpoint, run every (algo, seed) not yet done, write the outputs.
+
+    results.json and the report are rewritten after every run, so a long grid shows its
+    progress and a killed grid leaves a consistent report of the runs that finished.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    start_dir = out / START_DIR
+    build_start(config, start_dir, log=log)
+    for algo, seed, name in config.run_names():
+        run_dir = out / RUNS_DIR / name
+        if (run_dir / DONE_MARKER).is_file():
+            log(f"[{name}] done already, skipped")
+            continue
+        run_one(config, algo, seed, start_dir, run_dir, callbacks=callbacks, log=log)
+        write_report(out, write_results(out, config))
+    results = write_results(out, config)
+    write_report(out, results)
+    return results

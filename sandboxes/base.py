@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Self
 
 from .errors import SandboxError, SandboxFileError
 
@@ -186,7 +187,7 @@ class Sandbox(ABC):
             self.closed = True
             self._close()
 
-    def __enter__(self) -> Sandbox:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

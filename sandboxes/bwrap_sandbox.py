@@ -294,7 +294,7 @@ def _pump(stream: object, sink: Callable[[bytes], None]) -> None:
 
 def gc_scratch() -> list[Path]:
     """Remove scratch copies left by processes that died before closing their sandboxes."""
-    removed = []
+    removed: list[Path] = []
     root = scratch_dir()
     if not root.is_dir():
         return removed

@@ -152,8 +152,8 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
             for run in runs:
                 points = series(run, key)
                 if points:
-                    steps, values = zip(*points, strict=True)
-                    axis.plot(steps, _smooth(values, width), color=colour, alpha=0.18, lw=0.8)
+                    run_steps, values = zip(*points, strict=True)
+                    axis.plot(run_steps, _smooth(values, width), color=colour, alpha=0.18, lw=0.8)
             steps, means, stds = mean_curve(runs, key)
             if steps:
                 means, stds = _smooth(means, width), _smooth(stds, width)

@@ -25,9 +25,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.perf import perf_main, perf_row
+
+if TYPE_CHECKING:
+    from aem_agent.rollout import MultiTurnRollout
 
 BENCHMARK = "train step"
 ENV_ID = "aem/ALFWorld-v0"
@@ -79,7 +82,7 @@ def one_step(settings: dict[str, Any]) -> dict[str, float]:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     config, _ = build_config(settings)
     trainer = build_trainer(config, smollm2_checkpoint())
-    rollout = trainer.rollout_func
+    rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     played = {"seconds": 0.0, "turns": 0, "rows_tokens": 0}
     play = rollout.play
 
@@ -92,7 +95,7 @@ def one_step(settings: dict[str, Any]) -> dict[str, float]:
         played["rows_tokens"] += sum(len(t.prompt_ids) + len(t.reply.ids) for t in turns)
         return episodes
 
-    rollout.play = timed_play
+    rollout.play = timed_play  # type: ignore[method-assign]  # times every play, on purpose
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         trainer.train()

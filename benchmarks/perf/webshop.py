@@ -102,7 +102,7 @@ def _expert_steps(env: Any, goal_ids: Sequence[str], split: str) -> _Clock:
         env.reset(options={"split": split, "task_id": goal_id})
         for _ in range(env.max_steps):
             action = env.expert_action()
-            *_, terminated, truncated, _ = clock.time(lambda action=action: env.step(action))
+            *_, terminated, truncated, _ = clock.time(functools.partial(env.step, action))
             if terminated or truncated:
                 break
     return clock
@@ -142,7 +142,7 @@ def measure_size(size: int, quick: bool) -> dict[str, Any]:
     env.site.engine  # noqa: B018 - load (or build and cache) the index before timing
     steps = _expert_steps(env, goal_ids, split)
     queries = [catalog.goals_by_id[g].instruction for g in env.task_ids(split)[:200]]
-    searches = _timed([lambda q=q: env.site.engine.search(q) for q in queries])
+    searches = _timed([functools.partial(env.site.engine.search, q) for q in queries])
     gc.collect()
     rss = _rss_mb()
 
@@ -159,7 +159,7 @@ def measure_size(size: int, quick: bool) -> dict[str, Any]:
         return got
     naive = NaiveEngine(catalog)
     few = 3 if quick else 10
-    naive_searches = _timed([lambda q=q: naive.search(q) for q in queries[:few]])
+    naive_searches = _timed([functools.partial(naive.search, q) for q in queries[:few]])
     env.site._engine = naive  # type: ignore[assignment]  # the same site on the naive engine
     naive_steps = _expert_steps(env, goal_ids[: max(1, few // 3)], split)
     got["naive_step"] = _percentiles(naive_steps.wall)

@@ -28,3 +28,12 @@ def test_ci_runs_the_readme_test_command() -> None:
     ]
     assert ci_lines[-1] == _setup_commands()[1]
     assert "bash scripts/install.sh" in ci_lines
+
+
+def test_ci_runs_the_static_checks_before_the_tests() -> None:
+    ci_lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
+    assert ci_lines.index("bash scripts/check.sh") < ci_lines.index(_setup_commands()[1])
+    checks = (ROOT / "scripts/check.sh").read_text()
+    assert "set -euo pipefail" in checks
+    for tool in ('ruff" check', 'ruff" format --check', "codespell", "mypy"):
+        assert tool in checks, f"scripts/check.sh does not run {tool}"

@@ -4,7 +4,8 @@ The only change w.r.t. ``GRPOTrainer`` is the advantage: after TRL has computed 
 advantage, :mod:`aem_agent.aem` rescales it per turn-response by an entropy weight α
 (``docs/aem.md``). The loss, optimizer, sampling and everything else stay TRL's. With the
 step layout the batch TRL scored (one row per episode) is rewritten into one row per turn by
-:mod:`aem_agent.steps` before AEM runs; that is a change of rows, not of the algorithm.
+:class:`aem_agent.step_layout.StepLayoutMixin` before AEM runs; that is a change of rows, not
+of the algorithm.
 
 TRL 1.16 builds advantages inside ``_generate_and_score_completions`` (no separate hook), so
 this class calls it, then rewrites its output. Where the per-token entropies come from,
@@ -26,29 +27,30 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import torch
 from trl import GRPOTrainer
-from trl.models.utils import disable_gradient_checkpointing
-from trl.trainer.utils import use_adapter
 
 from aem_agent import steps
 from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
+from aem_agent.step_layout import (
+    SOURCE_EXTRA_FORWARD,
+    SOURCE_OLD_POLICY,
+    SOURCE_SAMPLER,
+    StepLayoutMixin,
+)
 
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel
 
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
 
-#: Values of the ``aem/entropy_source`` metric.
-SOURCE_SAMPLER, SOURCE_OLD_POLICY, SOURCE_EXTRA_FORWARD = 1.0, 2.0, 3.0
 
-
-class AEMGRPOTrainer(GRPOTrainer):
+class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
     """GRPO with Adaptive Entropy Modulation; with ``aem_enabled=False`` (or λ = 0) it is GRPO.
 
     Logged each step (besides TRL's metrics): ``aem/entropy_mean``, ``aem/alpha_min``,
@@ -56,6 +58,9 @@ class AEMGRPOTrainer(GRPOTrainer):
     ``aem/positive_advantage_share``, ``aem/entropy_source`` and, when the rollout reports
     them, ``episode/success_rate``, ``episode/score``, ``episode/turns`` and
     ``episode/valid_rate``.
+
+    The step layout's rows come from :class:`~aem_agent.step_layout.StepLayoutMixin`
+    (``_step_batch``, ``_step_view``, ``_step_forward``, ``_step_reference``).
     """
 
     args: AEMConfig
@@ -276,15 +281,6 @@ class AEMGRPOTrainer(GRPOTrainer):
             view["turn_ids"] = run_turn_ids(mask)
         return view
 
-    def _step_view(self, rows: steps.StepRows, n_episodes: int) -> dict:
-        """Rows are turns; for the trajectory unit the rows of one episode form one unit."""
-        first = self.accelerator.process_index * n_episodes
-        return {
-            "mask": rows.completion_mask,
-            "groups": self._group_of(rows.episode, n_episodes),
-            "episode_ids": torch.where(rows.real, first + rows.episode, -1),
-        }
-
     # ------------------------------------------------------------------ entropies
     def _trajectory_entropies(
         self, inputs: list[dict[str, Any]], out: dict[str, Any], wanted: bool
@@ -315,101 +311,6 @@ class AEMGRPOTrainer(GRPOTrainer):
                 compute_entropy=True,
             )
         return entropies, SOURCE_EXTRA_FORWARD
-
-    # ------------------------------------------------------------------ step layout
-    def _step_batch(
-        self, inputs: list[dict[str, Any]], out: dict[str, Any], want_entropy: bool
-    ) -> tuple[dict[str, Any], steps.StepRows, torch.Tensor | None, float]:
-        """TRL's per-episode batch rewritten as one row per turn (see :mod:`aem_agent.steps`).
-
-        Every per-token quantity TRL computed is recomputed on the turn rows: old-policy and
-        reference log-probs when TRL asked for them, the vLLM importance-sampling ratio, and
-        the entropies AEM needs when the sampler did not report them. Forwards are split into
-        token-budget micro-batches, the same number of calls on every process.
-        """
-        n_episodes = len(inputs)
-        steps.check_keys(out, n_episodes)
-        device = out["advantages"].device
-        assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
-        chunks = self.args.steps_per_generation if self.model.training else 1
-        local_rows = sum(len(x["steps"]) for x in inputs)
-        counts = self.accelerator.gather(torch.tensor([local_rows], device=device)).tolist()
-        pad_id = cast("PreTrainedTokenizerBase", self.processing_class).pad_token_id
-        rows = steps.collect_steps(
-            [x["steps"] for x in inputs],
-            pad_id,
-            rows=steps.padded_row_count(local_rows, counts, chunks),
-        )
-        lengths = (rows.prompt_mask.sum(1) + rows.completion_mask.sum(1)).tolist()
-        calls = steps.plan_calls(lengths, self.args.step_token_budget)
-        n_calls = int(self.accelerator.gather(torch.tensor([calls], device=device)).max())
-
-        index = rows.episode.clamp(min=0).to(device)
-        real = rows.real.to(device)
-        batch = {key: value for key, value in out.items() if key not in steps.PER_TOKEN_KEYS}
-        batch.update({k: v[index] for k, v in steps.per_episode(out, n_episodes).items()})
-        batch["advantages"] = batch["advantages"] * real  # padding rows carry nothing
-        for key in ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask"):
-            batch[key] = getattr(rows, key).to(device)
-        mask = rows.completion_mask.float()
-        batch["num_items_in_batch"] = self.accelerator.gather(
-            rows.completion_mask.sum().to(device)
-        ).sum()
-
-        entropies, source = rows.entropies, SOURCE_SAMPLER
-        need_entropy = want_entropy and entropies is None
-        if "old_per_token_logps" in out or need_entropy:
-            old, forward_entropies = self._step_forward(self.model, rows, n_calls, need_entropy)
-            if "old_per_token_logps" in out:
-                batch["old_per_token_logps"] = old.to(device)
-            if need_entropy:
-                entropies = forward_entropies
-                source = (
-                    SOURCE_OLD_POLICY if "old_per_token_logps" in out else (SOURCE_EXTRA_FORWARD)
-                )
-        if "sampling_per_token_logps" in out:
-            batch["sampling_per_token_logps"] = rows.logprobs.to(device)
-        if "importance_sampling_ratio" in out:
-            ratio = steps.importance_ratio(
-                batch["old_per_token_logps"].cpu(),
-                rows.logprobs,
-                mask,
-                mode=self.vllm_importance_sampling_mode,
-                clip_min=self.vllm_importance_sampling_clip_min,
-                clip_max=self.vllm_importance_sampling_clip_max,
-            )
-            batch["importance_sampling_ratio"] = ratio.to(device)
-        if "ref_per_token_logps" in out:
-            batch["ref_per_token_logps"] = self._step_reference(rows, n_calls).to(device)
-        return batch, rows, entropies, source
-
-    def _step_forward(
-        self, model: Any, rows: steps.StepRows, n_calls: int, with_entropy: bool
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """No-grad per-token log-probs (and entropies) of ``model`` on the turn rows."""
-        device = self.accelerator.device
-
-        def forward(ids, attention, keep):
-            logps, entropies, _ = super(AEMGRPOTrainer, self)._get_per_token_logps_and_entropies(
-                model, ids.to(device), attention.to(device), keep, compute_entropy=with_entropy
-            )
-            return logps, entropies
-
-        # TRL makes the same call: a PeftModel forwards the checkpointing switches to its base
-        # model, and TrainingArguments has parsed a JSON string of kwargs into a dict.
-        policy = cast("PreTrainedModel", self.model)
-        kwargs = cast("dict[str, Any] | None", self.args.gradient_checkpointing_kwargs)
-        with torch.no_grad(), disable_gradient_checkpointing(policy, kwargs):
-            return steps.batched_forward(forward, rows, n_calls, with_entropy=with_entropy)
-
-    def _step_reference(self, rows: steps.StepRows, n_calls: int) -> torch.Tensor:
-        """Reference log-probs on the turn rows: the reference model, or with PEFT the base
-        model with the adapter disabled (TRL's own rule, ``use_adapter``)."""
-        if self.ref_model is not None:
-            return self._step_forward(self.ref_model, rows, n_calls, False)[0]
-        model = self.accelerator.unwrap_model(self.model)
-        with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
-            return self._step_forward(self.model, rows, n_calls, False)[0]
 
     # ------------------------------------------------------------------ logging
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:

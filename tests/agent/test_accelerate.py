@@ -46,7 +46,9 @@ trainer.unit_mean_entropy, trainer.group_alpha = recording_stats, recording_alph
 code = main(sys.argv[1:])
 import torch.distributed as dist
 rank = dist.get_rank() if dist.is_initialized() else 0
-print("AEM-RANK " + json.dumps({"rank": rank, "code": code, **records}), flush=True)
+import os, pathlib
+record = json.dumps({"rank": rank, "code": code, **records})
+pathlib.Path(os.environ["AEM_RANK_DIR"], f"rank-{rank}.json").write_text(record)
 """
 
 
@@ -63,6 +65,9 @@ def test_two_processes_gather_aem_statistics_like_one(tiny_model_dir, tmp_path) 
     accelerate = Path(sys.executable).with_name("accelerate")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     env["PYTHONPATH"] = str(ROOT)
+    rank_dir = tmp_path / "ranks"
+    rank_dir.mkdir()
+    env["AEM_RANK_DIR"] = str(rank_dir)
     out = tmp_path / "run"
     done = subprocess.run(
         [
@@ -89,14 +94,8 @@ def test_two_processes_gather_aem_statistics_like_one(tiny_model_dir, tmp_path) 
         timeout=900,
         check=False,
     )
-    ranks = {
-        r["rank"]: r
-        for r in (
-            json.loads(line.split(" ", 1)[1])
-            for line in done.stdout.splitlines()
-            if line.startswith("AEM-RANK ")
-        )
-    }
+    # One file per rank: two processes printing to one pipe can interleave their lines.
+    ranks = {r["rank"]: r for r in map(json.loads, map(Path.read_text, rank_dir.glob("*.json")))}
     assert done.returncode == 0 and set(ranks) == {0, 1}, done.stderr[-3000:]
     assert all(r["code"] == 0 for r in ranks.values())
     assert ranks[0]["alpha"] == ranks[1]["alpha"]  # both ranks hold the whole batch's α

@@ -41,8 +41,10 @@ def recording(inputs, out, want):
 trainer._step_batch = recording
 trainer.train()
 logs = [r for r in trainer.state.log_history if "aem/alpha_min" in r]
-print("AEM-RANK " + json.dumps({
-    "rank": trainer.accelerator.process_index, "rows": rows, "step": trainer.state.global_step,
+import os, pathlib
+rank = trainer.accelerator.process_index
+pathlib.Path(os.environ["AEM_RANK_DIR"], f"rank-{rank}.json").write_text(json.dumps({
+    "rank": rank, "rows": rows, "step": trainer.state.global_step,
     "alpha": [[r["aem/alpha_min"], r["aem/alpha_max"], r["aem/units"]] for r in logs],
 }))
 """
@@ -55,6 +57,9 @@ def test_two_processes_train_the_step_layout_in_lockstep(tiny_model_dir, tmp_pat
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TRL_EXPERIMENTAL_SILENCE": "1"}
     env["PYTHONPATH"] = str(Path(__file__).parents[2])
+    rank_dir = tmp_path / "ranks"
+    rank_dir.mkdir()
+    env["AEM_RANK_DIR"] = str(rank_dir)
     done = subprocess.run(
         [
             str(torchrun),
@@ -72,11 +77,8 @@ def test_two_processes_train_the_step_layout_in_lockstep(tiny_model_dir, tmp_pat
         timeout=600,
         check=False,
     )
-    ranks = [
-        json.loads(line.split(" ", 1)[1])
-        for line in done.stdout.splitlines()
-        if line.startswith("AEM-RANK ")
-    ]
+    # One file per rank: two processes printing to one pipe can interleave their lines.
+    ranks = [json.loads(p.read_text()) for p in sorted(rank_dir.glob("rank-*.json"))]
     assert done.returncode == 0 and len(ranks) == 2, done.stderr[-3000:]
     by_rank = {r["rank"]: r for r in ranks}
     assert by_rank[0]["step"] == by_rank[1]["step"] == 2

@@ -177,7 +177,7 @@ def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
     step = len(inp.history) + 1
     parts = [f"Your task is to: {inp.instruction}\n\n", _history_block(inp.history, history_window)]
     parts.append(f"You are now at step {step}. Current observation:\n{inp.observation}\n\n")
-    parts.append(_admissible_block(inp))
+    parts.append(admissible_block(inp.admissible_actions))
     parts.append(
         f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}\n"
         f"Example reply: {format_reply(template.example_action, template.example_think)}"
@@ -193,11 +193,9 @@ def observation_prompt(inp: PolicyInput) -> str:
     segment about 800 tokens, most of the sequence a trajectory-layout forward pays for.
     """
     step = len(inp.history) + 1
-    return f"Step {step}. Observation:\n{inp.observation}\n\n" + _admissible_block(inp)
-
-
-def _admissible_block(inp: PolicyInput) -> str:
-    return admissible_block(inp.admissible_actions)
+    return f"Step {step}. Observation:\n{inp.observation}\n\n" + admissible_block(
+        inp.admissible_actions
+    )
 
 
 def admissible_block(actions: Sequence[str] | None) -> str:

@@ -25,7 +25,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _make(args: argparse.Namespace) -> gym.Env:
+def make_env(args: argparse.Namespace) -> gym.Env:
+    """The env the flags name (id, ``--env-kwargs``, ``--max-steps``); ``aem serve`` reuses it."""
     env_id = resolve_env_id(args.env_id)
     kwargs = parse_env_kwargs(args.env_kwargs)
     if args.max_steps is not None:
@@ -34,7 +35,7 @@ def _make(args: argparse.Namespace) -> gym.Env:
 
 
 def run(args: argparse.Namespace) -> int:
-    env = _make(args)
+    env = make_env(args)
     policy: RandomPolicy | ExpertPolicy | None = None
     if args.policy == "random":
         policy = RandomPolicy(seed=args.seed)

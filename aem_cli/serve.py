@@ -6,7 +6,7 @@ import argparse
 import functools
 
 from aem_cli.env_kwargs import add_env_kwargs_flag
-from aem_cli.play import _make as make_env
+from aem_cli.play import make_env
 from aem_envs.core.errors import ArgumentError
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
-from aem_envs.core.errors import import_problem, install_command
+from aem_envs.core.errors import AEMError, import_problem, install_command
 from aem_envs.core.limits import ADOPT_TIME_LIMIT
 
 NAMESPACE = "aem"
@@ -119,15 +119,18 @@ ENTRIES: tuple[EnvEntry, ...] = (
 )
 
 
-def entry_by_id(env_id: str) -> EnvEntry:
-    """The table entry of an aem id (for code that describes its own id)."""
-    return next(item for item in ENTRIES if item.id == env_id)
-
-
 def entry(env_id: str) -> EnvEntry | None:
     """The table entry for ``env_id`` (with or without the ``aem_envs:`` prefix), if any."""
     bare = env_id.split(":", 1)[-1]
     return next((item for item in ENTRIES if item.id == bare), None)
+
+
+def entry_by_id(env_id: str) -> EnvEntry:
+    """The table entry of an aem id (for code that describes its own id); raises if unknown."""
+    item = entry(env_id)
+    if item is None:
+        raise AEMError(f"{env_id!r} is not an aem id; aem ids: {', '.join(e.id for e in ENTRIES)}")
+    return item
 
 
 def resolve_env_id(env_id: str) -> str:
@@ -140,8 +143,6 @@ def resolve_env_id(env_id: str) -> str:
         return f"aem_envs:{item.id}"
     if env_id in gym.registry:
         return env_id
-    from aem_envs.core.errors import AEMError
-
     known = ", ".join(e.id for e in ENTRIES)
     raise AEMError(f"unknown environment id {env_id!r}; aem ids: {known} (see `aem envs`)")
 

@@ -32,16 +32,15 @@ def docker_unavailable_reason() -> str | None:
         return f"the docker SDK is not installed ({DOCKER_INSTALL})"
     if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
         return "no Docker socket at /var/run/docker.sock and DOCKER_HOST is unset"
+    client = None
     try:
         client = docker.from_env(timeout=5)
-    except Exception as exc:  # any failure means "no engine"
-        return f"no Docker engine answers ({type(exc).__name__}: {exc})"
-    try:
         client.ping()
-    except Exception as exc:
+    except Exception as exc:  # any failure, at connect or at ping, means "no engine"
         return f"no Docker engine answers ({type(exc).__name__}: {exc})"
     finally:
-        client.close()
+        if client is not None:
+            client.close()
     return None
 
 

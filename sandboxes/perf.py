@@ -3,7 +3,8 @@
 On one engine and image:
 
 - :func:`measure_start`: ``start_s``, opening a :class:`DockerSandbox` (create + start,
-  limits applied) until it can run commands, and ``close_s``, removing it;
+  limits applied) until it can run commands, and ``close_s``, removing it, beside a bare
+  ``containers.run`` + ``remove`` through the docker SDK;
 - :func:`measure_exec`: the same command through ``Sandbox.exec``, through the docker SDK's
   raw ``container.exec_run`` and through the ``docker exec`` CLI, interleaved so that load on
   the host affects all alike; medians with the sandbox's overhead ratios.
@@ -34,16 +35,29 @@ def _timed(action: Callable[[], Any]) -> float:
 
 
 def measure_start(image: str, *, repeats: int = 5, client: Any = None) -> dict[str, float]:
-    """Median seconds to open a sandbox until it runs a command, and to close it."""
+    """Median seconds to open a sandbox until it runs a command, and to close it, beside the
+    bare SDK baseline ``raw_start_close_s`` (``containers.run`` + ``remove(force=True)``).
+
+    The two paths alternate in each repetition, so load on the host affects both alike.
+    """
     with client_session(client) as session:
-        starts, closes = [], []
+        starts, closes, raws = [], [], []
+
+        def raw() -> None:
+            session.containers.run(image, ["sleep", "infinity"], detach=True).remove(force=True)
+
         for _ in range(repeats):
             start = time.perf_counter()
             box = DockerSandbox(image, client=session)
             box.exec("true")
             starts.append(time.perf_counter() - start)
             closes.append(_timed(box.close))
-    return {"start_s": statistics.median(starts), "close_s": statistics.median(closes)}
+            raws.append(_timed(raw))
+    return {
+        "start_s": statistics.median(starts),
+        "close_s": statistics.median(closes),
+        "raw_start_close_s": statistics.median(raws),
+    }
 
 
 def measure_exec(

@@ -3,8 +3,9 @@
 Each number sits beside the baseline it should be judged against, measured in the same run
 on the same bundled instance image:
 
-- container start: ``sandboxes.open_sandbox`` (limits, labels, tmpfs…) vs a bare
-  ``containers.run(image, "sleep infinity")`` through the docker SDK;
+- container start: a ``DockerSandbox`` (limits, labels, tmpfs…) opened until it runs a
+  command, then closed, vs a bare ``containers.run(image, "sleep infinity")`` + removal
+  through the docker SDK, alternating (:func:`sandboxes.perf.measure_start`);
 - command overhead: ``Sandbox.exec("true")`` (timeout wrapper, straggler kill, output
   clipping) vs raw ``docker exec <container> bash -c true`` and the SDK's ``exec_run``,
   interleaved (:func:`sandboxes.perf.measure_exec`) — target ≤ 1.2× raw;
@@ -58,26 +59,13 @@ def _chdir(path: str) -> Iterator[None]:
 
 
 def measure_start(image: str, repeats: int) -> dict[str, Any]:
-    from sandboxes import open_sandbox
-    from sandboxes.docker_engine import docker_client
+    from sandboxes.perf import measure_start as measure
 
-    client = docker_client()
-
-    def ours() -> None:
-        open_sandbox(image, backend="docker").close()
-
-    def bare() -> None:
-        container = client.containers.run(image, ["sleep", "infinity"], detach=True)
-        container.remove(force=True)
-
-    try:
-        ours_s, bare_s = _median_seconds(ours, repeats), _median_seconds(bare, repeats)
-    finally:
-        client.close()
+    timings = measure(image, repeats=repeats)
     return _row(
         "container start + removal",
-        ours_s,
-        bare_s,
+        timings["start_s"] + timings["close_s"],
+        timings["raw_start_close_s"],
         "s",
         "baseline: bare containers.run + remove(force) through the docker SDK",
     )

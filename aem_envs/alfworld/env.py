@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, ClassVar
 
 from aem_envs.alfworld import expert as expert_lib
@@ -40,6 +41,23 @@ EXPERTS = ("plan", "search")
 def _parsed(problem: str) -> tuple[Layout, State]:
     """Parse once per problem text: a native reset is then a state copy and one intro."""
     return parse_problem(problem)
+
+
+@lru_cache(maxsize=4)
+def _train_prior(root: Path | None) -> expert_lib.SearchPrior:
+    """The searching expert's order, counted once per process over a source's train split.
+
+    Why not per env: every env of a vector env (and every reset of a fresh one) would parse
+    the whole train split again. The games are parsed past :func:`_parsed`'s cache, so that
+    counting 3,553 real games does not evict the games being played.
+    """
+    games = []
+    for record in (bundled_games("train") if root is None else real_games(root, "train")).values():
+        try:
+            games.append(_parsed.__wrapped__(record.problem))
+        except UnsupportedGame:
+            continue
+    return expert_lib.search_prior(games)
 
 
 class ALFWorldEnv(TextEnv):
@@ -140,7 +158,6 @@ class ALFWorldEnv(TextEnv):
         self.engine = engine
         self.source = source
         self.expert = expert
-        self._search_prior: expert_lib.SearchPrior | None = None
         self._root = real_data_root(data_dir) if source == "alfworld" else None
         self._upstream: UpstreamEngine | None = None
         self._native: NativeGame | None = None
@@ -211,16 +228,8 @@ class ALFWorldEnv(TextEnv):
         return expert_lib.next_action(self._native)
 
     def _prior(self) -> expert_lib.SearchPrior:
-        """The searching expert's order, counted once over this source's train split."""
-        if self._search_prior is None:
-            games = []
-            for record in self._games("train").values():
-                try:
-                    games.append(_parsed(record.problem))
-                except UnsupportedGame:
-                    continue
-            self._search_prior = expert_lib.search_prior(games)
-        return self._search_prior
+        """The searching expert's order over this source's train split (cached per process)."""
+        return _train_prior(self._root)
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from trl import GRPOConfig
 
 from aem_agent.aem import UNITS, Unit
+from aem_agent.batches import LAYOUTS, Layout
 from aem_agent.prompts import PromptSettings
-from aem_agent.rollout import LAYOUTS, Layout
 from aem_envs.core.errors import AEMError
 
 #: Modules LoRA adapts by default: attention and MLP projections of Llama/Qwen-style models.

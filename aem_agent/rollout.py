@@ -16,83 +16,44 @@ Two layouts (``docs/aem.md``):
   never enter the entropy average. :meth:`MultiTurnRollout.__call__` returns this layout in the
   shape TRL's ``rollout_func`` expects.
 * ``step`` — one sample per turn: a fresh prompt (task + recent history window + observation)
-  and the one reply; :func:`trajectory_batch` attaches them to a one-token stand-in row per
-  episode (``steps``), which the trainer expands into one row per turn, every turn sharing
-  its episode's advantage (its α is its own: ``docs/aem.md``).
+  and the one reply; :func:`aem_agent.batches.trajectory_batch` attaches them to a one-token
+  stand-in row per episode (``steps``), which the trainer expands into one row per turn, every
+  turn sharing its episode's advantage (its α is its own: ``docs/aem.md``).
 
-A GRPO group is G consecutive prompts that are the same :class:`EpisodeSpec`, so the G episodes
-start from the same task and seed and differ only in what the policy samples.
+A GRPO group is G consecutive prompts that are the same
+:class:`aem_agent.episodes.EpisodeSpec`, so the G episodes start from the same task and seed
+and differ only in what the policy samples. This module plays them; the records it fills
+are in :mod:`aem_agent.episodes`, the samplers in :mod:`aem_agent.generators`, the rows it
+returns in :mod:`aem_agent.batches`.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, SupportsFloat, get_args
+from typing import TYPE_CHECKING, Any, SupportsFloat, cast
 
 import gymnasium as gym
 import torch
 
+from aem_agent.batches import LAYOUTS, Layout, trajectory_batch
+from aem_agent.episodes import Episode, EpisodeSpec, RolloutError, Turn
+from aem_agent.generators import Generate, Generated, trainer_generator, vllm_generator
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import build_messages, observation_prompt
-from aem_envs.core.errors import AEMError
 from aem_envs.registration import resolve_env_id
 from aem_envs.wrappers import LLMActionWrapper, ReplyParser
 
-#: How episodes become training rows (see the module docstring).
-Layout = Literal["step", "trajectory"]
-LAYOUTS: tuple[str, ...] = get_args(Layout)
+if TYPE_CHECKING:  # transformers and TRL load when a model does
+    from transformers import PreTrainedTokenizerBase
+    from trl import GRPOTrainer
 
+    from aem_agent.config import AEMConfig
 
 #: Seconds between two progress lines of one rollout.
 PROGRESS_SECONDS = 15.0
 
-
-class RolloutError(AEMError, ValueError):
-    """A rollout cannot run as configured (bad prompt key, tokenizer without chat template)."""
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Which episode to play: env id, reset seed and split. Serialised as the dataset prompt."""
-
-    env_id: str
-    seed: int
-    split: str | None = None
-
-    def to_prompt(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
-
-    @classmethod
-    def from_prompt(cls, prompt: Any) -> EpisodeSpec:
-        try:
-            return cls(**json.loads(prompt))
-        except (TypeError, ValueError) as exc:
-            raise RolloutError(
-                f"rollout prompt {str(prompt)[:80]!r} is not an episode spec; build the training "
-                "dataset with aem_agent.rollout.task_dataset()"
-            ) from exc
-
-
-@dataclass
-class Generated:
-    """One sampled reply: its token ids and, per token, log-probability and entropy.
-
-    ``entropies`` is None when the sampler does not report them (vLLM); the trainer then
-    takes them from a forward pass.
-    """
-
-    ids: list[int]
-    logprobs: list[float]
-    entropies: list[float] | None
-
-
-#: Generates one reply per context (a list of token ids); contexts are whole sequences so far.
-Generate = Callable[[list[list[int]]], list[Generated]]
 
 #: Writes the reply for an env's current state in place of the model (e.g. the env's expert,
 #: for supervised warm starts); the text must start with the rollout's ``reply_prefix``.
@@ -100,54 +61,6 @@ Teacher = Callable[[gym.Env], str]
 #: ``behaviour(env, label)``: the reply text to execute when a teacher's label is ``label``
 #: (the label itself, or another action that takes the episode off the teacher's path).
 Behaviour = Callable[[gym.Env, str], str]
-
-
-@dataclass
-class Turn:
-    """One assistant turn: the exact context the model saw and what it produced."""
-
-    prompt_ids: list[int]
-    reply: Generated
-    text: str
-    reward: float
-    action_valid: bool
-
-
-@dataclass
-class Episode:
-    """A played episode in both layouts' raw form."""
-
-    spec: EpisodeSpec
-    prompt_ids: list[int] = field(default_factory=list)
-    completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    entropies: list[float] = field(default_factory=list)
-    turn_ids: list[int] = field(default_factory=list)
-    turns: list[Turn] = field(default_factory=list)
-    reward: float = 0.0
-    won: bool = False
-    score: float = 0.0
-    done: bool = False
-    #: True when the token budget, not the env, ended the episode.
-    out_of_tokens: bool = False
-
-
-def task_dataset(
-    env_ids: Sequence[str], num_tasks: int, *, seed: int = 0, split: str | None = None
-) -> Any:
-    """A ``datasets.Dataset`` whose ``prompt`` column holds one :class:`EpisodeSpec` per task.
-
-    Env ids alternate and seeds count up from ``seed``, so the set is reproducible and every
-    (env, seed) pair is a distinct task; TRL repeats each row ``num_generations`` times.
-    """
-    from datasets import Dataset
-
-    specs = [
-        EpisodeSpec(env_ids[i % len(env_ids)], seed + i, split).to_prompt()
-        for i in range(num_tasks)
-    ]
-    return Dataset.from_dict({"prompt": specs})
 
 
 class MultiTurnRollout:
@@ -160,7 +73,7 @@ class MultiTurnRollout:
 
     def __init__(
         self,
-        tokenizer: Any,
+        tokenizer: PreTrainedTokenizerBase,
         *,
         layout: Layout = "step",
         max_turns: int = 50,
@@ -198,12 +111,14 @@ class MultiTurnRollout:
         self._pool: dict[str, list[gym.Env]] = {}
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
         self._eos_id = int(tokenizer.eos_token_id)
-        self._eos_text = tokenizer.convert_ids_to_tokens(self._eos_id)
+        self._eos_text = cast("str", tokenizer.convert_ids_to_tokens(self._eos_id))
 
     @classmethod
-    def from_config(cls, config: Any, tokenizer: Any) -> MultiTurnRollout:
+    def from_config(cls, config: AEMConfig, tokenizer: PreTrainedTokenizerBase) -> MultiTurnRollout:
         """The rollout an :class:`aem_agent.config.AEMConfig` describes: every rollout
         setting reaches the rollout here, in one place."""
+        if config.max_completion_length is None:
+            raise RolloutError("max_completion_length is the rollout's token budget; set it")
         return cls(
             tokenizer,
             layout=config.rollout_layout,
@@ -217,7 +132,7 @@ class MultiTurnRollout:
         )
 
     # ------------------------------------------------------------------ TRL entry point
-    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
+    def __call__(self, prompts: list[str], trainer: GRPOTrainer) -> dict[str, list]:
         """TRL ``rollout_func``: play one episode per prompt with ``trainer``'s model.
 
         Generation uses TRL's vLLM client when the trainer is configured for vLLM, else
@@ -243,7 +158,7 @@ class MultiTurnRollout:
         stand_in = self._eos_id if self.layout == "step" else None
         return trajectory_batch(episodes, stand_in_eos=stand_in)
 
-    def provides_entropies(self, trainer: Any) -> bool:
+    def provides_entropies(self, trainer: GRPOTrainer) -> bool:
         """Whether batches will carry sampler entropies (vLLM returns log-probs only)."""
         return not trainer.use_vllm
 
@@ -307,7 +222,8 @@ class MultiTurnRollout:
                 assert generate is not None  # checked above: exactly one of generate and teacher
                 replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
             texts = [
-                self.reply_prefix + self.tokenizer.decode(replies[i].ids, skip_special_tokens=True)
+                self.reply_prefix
+                + cast("str", self.tokenizer.decode(replies[i].ids, skip_special_tokens=True))
                 if behaviour is None
                 else behaviour(envs[i], labels[i])
                 for i in active
@@ -428,10 +344,8 @@ class MultiTurnRollout:
         """
         user = {"role": "user", "content": observation_prompt(inp)}
         before = [{"role": "user", "content": "."}, {"role": "assistant", "content": "."}]
-        head = self.tokenizer.apply_chat_template(before, tokenize=False)
-        full = self.tokenizer.apply_chat_template(
-            [*before, user], tokenize=False, add_generation_prompt=True
-        )
+        head = self._render(before, add_generation_prompt=False)
+        full = self._render([*before, user], add_generation_prompt=True)
         cut = head.rfind(self._eos_text)
         if cut < 0 or not full.startswith(head[: cut + len(self._eos_text)]):
             raise RolloutError(
@@ -442,6 +356,14 @@ class MultiTurnRollout:
         ids = self.tokenizer(segment, add_special_tokens=False)["input_ids"]
         return [*ids, *self._prefix_ids]
 
+    def _render(self, messages: list[dict[str, str]], *, add_generation_prompt: bool) -> str:
+        """The chat template applied to ``messages``, as text (not token ids)."""
+        text = self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=add_generation_prompt
+        )
+        assert isinstance(text, str)  # tokenize=False renders one conversation as one string
+        return text
+
 
 def _progress_line(episodes: Sequence[Episode], turn: int) -> str:
     turns = [t for e in episodes for t in e.turns]
@@ -451,165 +373,3 @@ def _progress_line(episodes: Sequence[Episode], turn: int) -> str:
         f"  rollout: turn {turn}, {done}/{len(episodes)} episodes done, "
         f"{len(turns)} turns played, valid actions {valid:.0%}"
     )
-
-
-def trajectory_batch(
-    episodes: Sequence[Episode], *, stand_in_eos: int | None = None
-) -> dict[str, list]:
-    """Episodes in the shape TRL's ``rollout_func`` returns (one row per episode).
-
-    ``env_mask`` becomes TRL's tool mask; the other extra keys reach the reward functions and
-    :class:`aem_agent.trainer.AEMGRPOTrainer` (sampler entropies, turn ids for turn-level AEM,
-    episode statistics). With ``stand_in_eos`` (the step layout) each row is a one-token
-    stand-in — the last prompt token and that EOS — so that TRL's forwards over the episode rows
-    cost nothing, and the row carries its episode's turns (``steps``), which the trainer turns
-    into one training row per turn after TRL has computed the advantages.
-    """
-    batch: dict[str, list] = {
-        "episode_reward": [e.reward for e in episodes],
-        "won": [float(e.won) for e in episodes],
-        "score": [e.score for e in episodes],
-        "num_turns": [len(e.turns) for e in episodes],
-        "valid_rate": [
-            sum(t.action_valid for t in e.turns) / max(len(e.turns), 1) for e in episodes
-        ],
-    }
-    if stand_in_eos is not None:
-        batch.update(
-            prompt_ids=[e.prompt_ids[-1:] for e in episodes],
-            completion_ids=[[stand_in_eos] for _ in episodes],
-            logprobs=[[0.0] for _ in episodes],
-            env_mask=[[1] for _ in episodes],
-            steps=[[_step_sample(t) for t in e.turns] for e in episodes],
-        )
-        return batch
-    batch.update(
-        prompt_ids=[e.prompt_ids for e in episodes],
-        completion_ids=[e.completion_ids for e in episodes],
-        logprobs=[e.logprobs for e in episodes],
-        env_mask=[e.env_mask for e in episodes],
-        turn_ids=[e.turn_ids for e in episodes],
-    )
-    if all(len(e.entropies) == len(e.completion_ids) for e in episodes):
-        batch["sampler_entropies"] = [e.entropies for e in episodes]
-    return batch
-
-
-def _step_sample(turn: Turn) -> dict[str, list]:
-    """One turn as the trainer's step row: its context, reply, log-probs (and entropies)."""
-    sample: dict[str, list] = {
-        "prompt_ids": turn.prompt_ids,
-        "completion_ids": turn.reply.ids,
-        "logprobs": turn.reply.logprobs,
-    }
-    if turn.reply.entropies is not None:
-        sample["entropies"] = turn.reply.entropies
-    return sample
-
-
-def episode_reward(completions: list, episode_reward: list[float], **_: Any) -> list[float]:
-    """TRL reward function: the episode's summed env reward (10 / 0 / −0.1 by default)."""
-    return [float(r) for r in episode_reward]
-
-
-def model_generator(
-    model: Any,
-    tokenizer: Any,
-    generation_config: Any,
-    *,
-    max_new_tokens: int,
-) -> Generate:
-    """A :data:`Generate` that samples with ``model.generate`` on left-padded contexts.
-
-    Per-token log-probabilities and entropies come from the raw logits divided by the
-    temperature, the same quantity TRL's training forward computes, so AEM can use them
-    without another forward pass.
-    """
-    config = copy.deepcopy(generation_config)
-    config.max_new_tokens = max_new_tokens
-    config.output_logits = True
-    config.return_dict_in_generate = True
-    temperature = float(getattr(config, "temperature", None) or 1.0)
-    eos = config.eos_token_id if config.eos_token_id is not None else tokenizer.eos_token_id
-    eos_ids = set(eos if isinstance(eos, list) else [eos])
-    pad_id = (
-        tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    )
-
-    def generate(contexts: list[list[int]]) -> list[Generated]:
-        if not contexts:  # a process with no active episode, kept in lockstep with the others
-            return []
-        device = next(model.parameters()).device
-        width = max(len(c) for c in contexts)
-        input_ids = torch.tensor([[pad_id] * (width - len(c)) + c for c in contexts], device=device)
-        attention = torch.tensor(
-            [[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device
-        )
-        with torch.no_grad():
-            out = model.generate(
-                input_ids=input_ids, attention_mask=attention, generation_config=config
-            )
-        sampled = out.sequences[:, width:]
-        chosen_steps, entropy_steps = [], []
-        for step, logits in enumerate(out.logits):  # one (B, V) slice at a time: bounded memory
-            logp = torch.log_softmax(logits.float() / temperature, dim=-1)
-            chosen_steps.append(logp.gather(-1, sampled[:, step : step + 1]).squeeze(-1))
-            entropy_steps.append(-(logp.exp() * logp).sum(-1))
-        chosen = torch.stack(chosen_steps, dim=1).tolist()
-        entropy = torch.stack(entropy_steps, dim=1).tolist()
-        new = sampled.tolist()
-        results = []
-        for row, ids in enumerate(new):
-            end = next((k + 1 for k, t in enumerate(ids) if t in eos_ids), len(ids))
-            results.append(Generated(ids[:end], chosen[row][:end], entropy[row][:end]))
-        return results
-
-    return generate
-
-
-def trainer_generator(trainer: Any, tokenizer: Any, max_new_tokens: int) -> Generate:
-    """:func:`model_generator` on the trainer's current weights, unwrapped for generation."""
-    from trl.models import unwrap_model_for_generation
-
-    def generate(contexts: list[list[int]]) -> list[Generated]:
-        with unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=trainer.args.ds3_gather_for_generation,
-        ) as model:
-            sample = model_generator(
-                model, tokenizer, trainer.generation_config, max_new_tokens=max_new_tokens
-            )
-            return sample(contexts)
-
-    return generate
-
-
-def vllm_generator(trainer: Any, max_new_tokens: int) -> Generate:
-    """A :data:`Generate` on TRL's vLLM backend (server or colocate), one reply per context.
-
-    vLLM returns the sampled tokens' log-probabilities but no entropies; TRL already syncs
-    the trainer's weights to vLLM before calling the rollout.
-    """
-    backend = trainer.vllm_generation
-
-    def generate(contexts: list[list[int]]) -> list[Generated]:
-        limit, backend.max_completion_length = backend.max_completion_length, max_new_tokens
-        try:
-            _, completion_ids, logprobs, _ = backend.generate(contexts, None, 1)
-        finally:
-            backend.max_completion_length = limit
-        return [
-            Generated(
-                list(ids),
-                [float("nan") if p[0] is None else float(p[0]) for p in lps]
-                if lps is not None
-                else [0.0] * len(ids),
-                None,
-            )
-            for ids, lps in zip(
-                completion_ids, logprobs or [None] * len(completion_ids), strict=True
-            )
-        ]
-
-    return generate

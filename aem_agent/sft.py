@@ -36,12 +36,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aem_agent.batches import LAYOUTS, Layout
+from aem_agent.metrics import MetricsWriter
 from aem_agent.prompts import PROMPT_FILE, PromptSettings, write_prompt_layout
-from aem_agent.rollout import LAYOUTS, Layout
 from aem_agent.train import (
     ADAPTER_DIR,
     METRICS_FILE,
-    MetricsWriter,
     check_output_dir,
     last_checkpoint,
     resolve_model,
@@ -198,9 +198,9 @@ def expert_episodes(rollout: Any, settings: SFTSettings, *, chunk: int = 16) -> 
     """Play ``settings.episodes`` expert episodes on the train split through ``rollout``.
 
     Episode ``k`` is env ``env_ids[k % n]`` reset with seed ``seed + k`` (as
-    :func:`aem_agent.rollout.task_dataset` numbers tasks), so a rerun sees the same data.
+    :func:`aem_agent.episodes.task_dataset` numbers tasks), so a rerun sees the same data.
     """
-    from aem_agent.rollout import EpisodeSpec
+    from aem_agent.episodes import EpisodeSpec
 
     specs = [
         EpisodeSpec(settings.env_ids[k % len(settings.env_ids)], settings.seed + k, TRAIN_SPLIT)

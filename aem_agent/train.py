@@ -1,4 +1,10 @@
-"""The training driver behind ``aem train``: settings → model → rollouts → trainer → outputs.
+"""The pieces of a training run, as a library: settings → ``AEMConfig`` → trainer → outputs.
+
+The ``aem train`` driver that strings them together (settings from YAML and flags, output
+folder checks, callbacks, the final model and plot) is :mod:`aem_cli.train`, the way TRL keeps
+``trl/scripts/grpo.py`` over ``trl/trainer/``; ``aem sft`` and the learning experiments
+(``benchmarks/learning``) build their runs from the same pieces. What a run logs while it runs
+is :mod:`aem_agent.metrics`.
 
 What a run leaves in ``output_dir``: TRL checkpoints (``checkpoint-<step>/``, resumable), the
 final model in ``final/`` (a plain Hugging Face checkpoint — with LoRA the adapter merged in,
@@ -10,31 +16,26 @@ never leaves half a file), TensorBoard events under ``tensorboard/``, the resolv
 
 Settings come from a YAML file (every ``AEMConfig`` field, plus the driver keys in
 :data:`DRIVER_KEYS`) and are overridden by command-line values. Under ``accelerate launch``
-each process runs this same driver; TRL and accelerate split the batch, the trainer gathers
+each process runs the same driver; TRL and accelerate split the batch, the trainer gathers
 whole groups before computing advantages, and only the main process writes metrics and plots.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from aem_agent.prompts import write_prompt_layout
 from aem_envs.core.errors import AEMError, DataError
-from aem_envs.core.io import atomic_write_bytes, atomic_write_json, atomic_write_text
 
 if TYPE_CHECKING:  # torch and TRL load only when a run starts
-    from transformers import TrainerCallback
+    from peft import PeftModel
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
 
     from aem_agent.config import AEMConfig
-    from aem_agent.rollout import MultiTurnRollout
     from aem_agent.trainer import AEMGRPOTrainer
 
 #: Keys of a training YAML that are not ``AEMConfig`` fields.
@@ -53,22 +54,6 @@ ADAPTER_DIR = "adapter"
 TENSORBOARD_DIR = "tensorboard"
 #: What a run writes into ``output_dir``; ``overwrite`` removes exactly these (and checkpoints).
 OUTPUTS = (METRICS_FILE, PLOT_FILE, SETTINGS_FILE, FINAL_DIR, TENSORBOARD_DIR)
-#: Plotted panels: (title, metric keys tried in order).
-PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("success rate", ("episode/success_rate",)),
-    ("reward", ("reward",)),
-    ("entropy", ("aem/entropy_mean", "entropy")),
-)
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """Where a finished run put its outputs, and the step it reached."""
-
-    output_dir: Path
-    metrics_csv: Path
-    plot: Path
-    global_step: int
 
 
 def load_settings(path: str | os.PathLike[str] | None) -> dict[str, Any]:
@@ -96,7 +81,7 @@ def load_settings(path: str | os.PathLike[str] | None) -> dict[str, Any]:
     return data
 
 
-def build_config(settings: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]]:
     """Split ``settings`` into an ``AEMConfig`` and the driver keys; check both."""
     import torch
 
@@ -168,52 +153,6 @@ def last_checkpoint(output_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
-    """Run one training job described by ``settings`` (see the module docstring)."""
-    config, driver = build_config(settings)
-    if driver.get("torch_threads"):
-        import torch
-
-        torch.set_num_threads(int(driver["torch_threads"]))
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    output_dir = Path(config.output_dir)
-    checkpoint = last_checkpoint(output_dir) if resume else None
-    if resume and checkpoint is None:
-        raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
-    if not resume:
-        check_output_dir(output_dir, overwrite=bool(driver.get("overwrite")))
-
-    from aem_envs.registration import resolve_env_id
-
-    for env_id in config.env_ids:
-        resolve_env_id(env_id)  # one clear line for an unknown id, before loading a model
-    model_dir = resolve_model(str(driver.get("model", "smollm2")))
-    metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
-    trainer = build_trainer(
-        config,
-        model_dir,
-        callbacks=[metrics.callback(), log_line_callback(), *_tensorboard(output_dir, driver)],
-    )
-    rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
-    if trainer.is_world_process_zero():
-        rollout.progress = print
-        atomic_write_json(
-            output_dir / SETTINGS_FILE,
-            {"model": str(model_dir), **driver, **_jsonable(config.to_dict())},
-        )
-    try:
-        trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
-        if trainer.is_world_process_zero():
-            save_policy(trainer.model, trainer.processing_class, output_dir / FINAL_DIR)
-            write_prompt_layout(output_dir / FINAL_DIR, prompt_layout(config))
-    finally:
-        rollout.close()
-    plot = output_dir / PLOT_FILE
-    if trainer.is_world_process_zero():
-        write_plot(metrics.rows, plot)
-    return TrainResult(output_dir, metrics.path, plot, trainer.state.global_step)
-
-
 def check_output_dir(
     output_dir: Path, *, overwrite: bool, outputs: Sequence[str] = OUTPUTS
 ) -> None:
@@ -239,7 +178,7 @@ def check_output_dir(
         shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
-def prompt_layout(config: Any) -> dict[str, Any]:
+def prompt_layout(config: AEMConfig) -> dict[str, Any]:
     """The prompt settings a trained model must be played with (``aem-prompt.json``)."""
     return {
         "history_window": config.history_window,
@@ -249,7 +188,9 @@ def prompt_layout(config: Any) -> dict[str, Any]:
     }
 
 
-def save_policy(model: Any, tokenizer: Any, out: Path) -> Path | None:
+def save_policy(
+    model: PreTrainedModel | PeftModel, tokenizer: PreTrainedTokenizerBase, out: Path
+) -> Path | None:
     """Save ``model`` as a plain checkpoint in ``out``; a PEFT model also as its adapter alone.
 
     Why both: every loader (``aem train --model``, ``hf:DIR``, vLLM) reads a plain
@@ -276,130 +217,3 @@ def build_trainer(
     from aem_agent.trainer import AEMGRPOTrainer
 
     return AEMGRPOTrainer(model=str(model_dir), args=config, callbacks=list(callbacks))
-
-
-def log_line_callback() -> Any:
-    """A ``TrainerCallback`` printing one readable line per logged step (main process)."""
-    from transformers import TrainerCallback
-
-    shown = (
-        ("reward", "reward"),
-        ("episode/success_rate", "success"),
-        ("episode/valid_rate", "valid"),
-        ("aem/entropy_mean", "entropy"),
-        ("aem/alpha_min", "alpha_min"),
-        ("aem/alpha_max", "alpha_max"),
-        ("aem/gated_share", "gated"),
-        ("loss", "loss"),
-    )
-
-    class _LogLine(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if not state.is_world_process_zero or not logs or "train_runtime" in logs:
-                return
-            parts = [
-                f"{label} {logs[key]:.3g}"
-                for key, label in shown
-                if _number(logs.get(key)) is not None
-            ]
-            if parts:
-                head = f"step {state.global_step}/{state.max_steps}: "
-                print(head + ", ".join(parts), flush=True)
-
-    return _LogLine()
-
-
-class MetricsWriter:
-    """Keeps every logged step and rewrites ``metrics.csv`` atomically after each log.
-
-    On resume it keeps the rows of the earlier run up to the checkpoint's step, so the file
-    reads as one run.
-    """
-
-    def __init__(self, path: Path, *, resume_step: int | None = None) -> None:
-        self.path = path
-        self.rows: list[dict[str, Any]] = []
-        if resume_step is not None and path.is_file():
-            with path.open(newline="") as handle:
-                self.rows = [r for r in csv.DictReader(handle) if int(r["step"]) <= resume_step]
-
-    def add(self, step: int, logs: Mapping[str, Any]) -> None:
-        scalars = {k: v for k, v in logs.items() if isinstance(v, int | float)}
-        if not scalars or "train_runtime" in scalars:  # the end-of-run summary is no step
-            return
-        self.rows.append({"step": step, **scalars})
-        columns = list(dict.fromkeys(k for row in self.rows for k in row))
-        buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(self.rows)
-        atomic_write_text(self.path, buffer.getvalue())
-
-    def callback(self) -> Any:
-        from transformers import TrainerCallback
-
-        writer = self
-
-        class _Callback(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kwargs):
-                if state.is_world_process_zero and logs:
-                    writer.add(state.global_step, logs)
-
-        return _Callback()
-
-
-def write_plot(rows: list[dict[str, Any]], path: Path) -> Path:
-    """Success rate, reward and entropy against step, one panel each, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
-    for axis, (title, keys) in zip(axes, PANELS, strict=True):
-        key = next((k for k in keys if any(_number(r.get(k)) is not None for r in rows)), None)
-        points = [(int(r["step"]), _number(r.get(key))) for r in rows if key is not None]
-        points = [(s, v) for s, v in points if v is not None]
-        if points:
-            axis.plot(*zip(*points, strict=True), marker="o", markersize=3)
-        else:
-            axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
-        if title == "success rate":
-            axis.set_ylim(-0.02, 1.02)
-        else:
-            axis.ticklabel_format(axis="y", useOffset=False)
-        axis.set_title(title)
-        axis.set_xlabel("step")
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    plt.close(figure)
-    return atomic_write_bytes(path, buffer.getvalue())
-
-
-def _tensorboard(output_dir: Path, driver: Mapping[str, Any]) -> list[Any]:
-    """A TensorBoard callback writing to ``<output_dir>/tensorboard`` when it is wanted."""
-    if not driver.get("tensorboard"):
-        return []
-    from torch.utils.tensorboard import SummaryWriter
-    from transformers.integrations import TensorBoardCallback
-
-    writer = SummaryWriter(log_dir=str(output_dir / TENSORBOARD_DIR))
-    return [TensorBoardCallback(tb_writer=writer)]
-
-
-def _number(value: Any) -> float | None:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _step_of(checkpoint: Path | None) -> int | None:
-    return int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
-
-
-def _jsonable(data: dict[str, Any]) -> dict[str, Any]:
-    """Settings as JSON values (enums and other objects as their string)."""
-    return json.loads(json.dumps(data, default=str))

@@ -96,7 +96,9 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
                 "rollout_layout='trajectory' in the AEMConfig"
             )
         if rollout_func is None and train_dataset is None and not tool_loop:
-            from aem_agent.rollout import MultiTurnRollout, episode_reward, task_dataset
+            from aem_agent.batches import episode_reward
+            from aem_agent.episodes import task_dataset
+            from aem_agent.rollout import MultiTurnRollout
 
             processing_class = processing_class or _tokenizer(model)
             rollout_func = MultiTurnRollout.from_config(args, processing_class)

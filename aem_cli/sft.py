@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command 
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from aem_agent.rollout import LAYOUTS
+    from aem_agent.batches import LAYOUTS
     from aem_agent.sft import TRAIN_SPLIT, SFTSettings
 
     defaults = SFTSettings(env_ids=(), output_dir="")

@@ -42,7 +42,8 @@ from aem_envs.core.errors import AEMError, DataError
 from aem_envs.core.io import atomic_write_json, jsonable
 
 if TYPE_CHECKING:
-    from aem_agent.rollout import EpisodeSpec, MultiTurnRollout
+    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.rollout import MultiTurnRollout
     from aem_envs.core.base import TextEnv
 
 START_DIR = "start"
@@ -205,7 +206,7 @@ def heldout_specs(config: LearningConfig) -> list[Any]:
     """
     import gymnasium as gym
 
-    from aem_agent.rollout import EpisodeSpec
+    from aem_agent.episodes import EpisodeSpec
     from aem_envs.registration import resolve_env_id
 
     ensure_env(config.env_id)
@@ -275,7 +276,7 @@ def evaluate(
 
     import torch
 
-    from aem_agent.rollout import model_generator
+    from aem_agent.generators import model_generator
 
     model = trainer.model
     generation = copy.deepcopy(trainer.generation_config)
@@ -372,13 +373,8 @@ def run_one(
     Returns the run's ``done.json`` content. A run already marked done is returned as is.
     ``callbacks`` are extra ``TrainerCallback`` objects (tests use one to kill a run).
     """
-    from aem_agent.train import (
-        METRICS_FILE,
-        MetricsWriter,
-        build_config,
-        build_trainer,
-        last_checkpoint,
-    )
+    from aem_agent.metrics import MetricsWriter
+    from aem_agent.train import METRICS_FILE, build_config, build_trainer, last_checkpoint
 
     done = run_dir / DONE_MARKER
     if done.is_file():

@@ -81,7 +81,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 def random_admissible_generator(tokenizer: Any, seed: int) -> Callable[[list[list[int]]], list]:
     """A rollout ``Generate`` that answers every context with a uniformly random admissible
     action, read back from the context's own text, as ``" <action></action>"`` reply ids."""
-    from aem_agent.rollout import Generated
+    from aem_agent.generators import Generated
 
     rng = random.Random(seed)
     eos = int(tokenizer.eos_token_id)
@@ -109,7 +109,8 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     """
     import torch
 
-    from aem_agent.rollout import EpisodeSpec, model_generator
+    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.generators import model_generator
     from aem_agent.train import build_config, build_trainer
 
     warm = config.warmup

@@ -12,14 +12,10 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from aem_agent.rollout import (
-    EpisodeSpec,
-    Generated,
-    MultiTurnRollout,
-    RolloutError,
-    task_dataset,
-    trajectory_batch,
-)
+from aem_agent.batches import trajectory_batch
+from aem_agent.episodes import EpisodeSpec, RolloutError, task_dataset
+from aem_agent.generators import Generated
+from aem_agent.rollout import MultiTurnRollout
 from aem_envs.registration import ENTRIES
 
 
@@ -230,7 +226,7 @@ def test_vllm_generation_gives_logprobs_and_leaves_entropies_to_the_trainer(
 ) -> None:
     from types import SimpleNamespace
 
-    from aem_agent.rollout import vllm_generator
+    from aem_agent.generators import vllm_generator
 
     backend = FakeVLLM()
     generate = vllm_generator(SimpleNamespace(vllm_generation=backend), max_new_tokens=16)

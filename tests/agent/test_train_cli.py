@@ -122,7 +122,7 @@ def test_unknown_setting_names_the_key(tmp_path) -> None:
 def test_rollout_gets_every_rollout_setting(tiny_model_dir, tmp_path, monkeypatch) -> None:
     """Settings such as ``reply_prefix`` must reach the rollout ``aem train`` builds."""
     from aem_agent import rollout as rollout_module
-    from aem_agent.train import train
+    from aem_cli.train import train
 
     seen: dict = {}
 

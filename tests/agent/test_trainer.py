@@ -11,7 +11,9 @@ from transformers import AutoTokenizer
 from trl import GRPOTrainer
 
 from aem_agent.config import AEMConfig, ConfigError
-from aem_agent.rollout import MultiTurnRollout, model_generator, task_dataset
+from aem_agent.episodes import task_dataset
+from aem_agent.generators import model_generator
+from aem_agent.rollout import MultiTurnRollout
 from aem_agent.trainer import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,

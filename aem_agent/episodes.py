@@ -1,0 +1,94 @@
+"""What a rollout plays and records: the episode to play, its turns, the played episode.
+
+Why apart from :mod:`aem_agent.rollout`: the batch builders (:mod:`aem_agent.batches`), the
+SFT data and the learning experiments read these records without playing anything. An
+:class:`EpisodeSpec` is also the training dataset's prompt (:func:`task_dataset`), so a GRPO
+group is G consecutive prompts that are the same spec: same task and seed, different samples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aem_agent.generators import Generated
+from aem_envs.core.errors import AEMError
+
+if TYPE_CHECKING:  # datasets loads when a dataset is built
+    from datasets import Dataset
+
+
+class RolloutError(AEMError, ValueError):
+    """A rollout cannot run as configured (bad prompt key, tokenizer without chat template)."""
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """Which episode to play: env id, reset seed and split. Serialised as the dataset prompt."""
+
+    env_id: str
+    seed: int
+    split: str | None = None
+
+    def to_prompt(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_prompt(cls, prompt: Any) -> EpisodeSpec:
+        try:
+            return cls(**json.loads(prompt))
+        except (TypeError, ValueError) as exc:
+            raise RolloutError(
+                f"rollout prompt {str(prompt)[:80]!r} is not an episode spec; build the training "
+                "dataset with aem_agent.episodes.task_dataset()"
+            ) from exc
+
+
+@dataclass
+class Turn:
+    """One assistant turn: the exact context the model saw and what it produced."""
+
+    prompt_ids: list[int]
+    reply: Generated
+    text: str
+    reward: float
+    action_valid: bool
+
+
+@dataclass
+class Episode:
+    """A played episode in both layouts' raw form."""
+
+    spec: EpisodeSpec
+    prompt_ids: list[int] = field(default_factory=list)
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    entropies: list[float] = field(default_factory=list)
+    turn_ids: list[int] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    reward: float = 0.0
+    won: bool = False
+    score: float = 0.0
+    done: bool = False
+    #: True when the token budget, not the env, ended the episode.
+    out_of_tokens: bool = False
+
+
+def task_dataset(
+    env_ids: Sequence[str], num_tasks: int, *, seed: int = 0, split: str | None = None
+) -> Dataset:
+    """A ``datasets.Dataset`` whose ``prompt`` column holds one :class:`EpisodeSpec` per task.
+
+    Env ids alternate and seeds count up from ``seed``, so the set is reproducible and every
+    (env, seed) pair is a distinct task; TRL repeats each row ``num_generations`` times.
+    """
+    from datasets import Dataset
+
+    specs = [
+        EpisodeSpec(env_ids[i % len(env_ids)], seed + i, split).to_prompt()
+        for i in range(num_tasks)
+    ]
+    return Dataset.from_dict({"prompt": specs})

@@ -29,7 +29,9 @@ from aem_envs.core.io import atomic_write_json, atomic_write_text
 from benchmarks.published import speed_notes
 
 #: Perf modules in the order the table lists them.
-MODULES: tuple[str, ...] = ("alfworld", "webshop", "swe", "remote", "aem_overhead", "train_step")
+MODULES: tuple[str, ...] = (
+    "alfworld", "webshop", "swe", "remote", "ray_vec", "aem_overhead", "train_step",
+)  # fmt: skip
 COLUMNS: tuple[str, ...] = ("benchmark", "metric", "ours", "baseline", "ratio", "unit", "note")
 #: Seconds one module may run before it is stopped and reported as an error row.
 MODULE_TIMEOUT = 1800.0

@@ -49,7 +49,7 @@ def log_line_callback() -> TrainerCallback:
             parts = [
                 f"{label} {logs[key]:.3g}"
                 for key, label in shown
-                if _number(logs.get(key)) is not None
+                if as_number(logs.get(key)) is not None
             ]
             if parts:
                 head = f"step {state.global_step}/{state.max_steps}: "
@@ -107,8 +107,8 @@ def write_plot(rows: list[dict[str, Any]], path: Path) -> Path:
 
     figure, axes = plt.subplots(1, len(PANELS), figsize=(4 * len(PANELS), 3.2))
     for axis, (title, keys) in zip(axes, PANELS, strict=True):
-        key = next((k for k in keys if any(_number(r.get(k)) is not None for r in rows)), None)
-        points = [(int(r["step"]), _number(r.get(key))) for r in rows if key is not None]
+        key = next((k for k in keys if any(as_number(r.get(k)) is not None for r in rows)), None)
+        points = [(int(r["step"]), as_number(r.get(key))) for r in rows if key is not None]
         points = [(s, v) for s, v in points if v is not None]
         if points:
             axis.plot(*zip(*points, strict=True), marker="o", markersize=3)
@@ -143,7 +143,8 @@ def tensorboard_callbacks(log_dir: Path, *, wanted: bool) -> list[TrainerCallbac
     return [TensorBoardCallback(tb_writer=writer)]
 
 
-def _number(value: Any) -> float | None:
+def as_number(value: Any) -> float | None:
+    """``value`` as a float, or None for an empty or non-numeric cell (CSV reads give text)."""
     try:
         return float(value)
     except (TypeError, ValueError):

@@ -163,7 +163,8 @@ def run_perf(args: argparse.Namespace) -> int:
 
 
 def run_learning(args: argparse.Namespace) -> int:
-    from benchmarks.learning.experiment import load_config, load_results
+    from benchmarks.learning.collect import load_results
+    from benchmarks.learning.config import load_config
     from benchmarks.learning.grid import run_grid
     from benchmarks.learning.report import final_table, write_report
 

@@ -1,5 +1,5 @@
-"""The package stack of ``docs/architecture.md``: every import goes down, never up, and no
-package's modules import each other in a circle.
+"""The package stack of ``docs/architecture.md``: every import goes down, never up, no
+package's modules import each other in a circle, and no module outgrows one subject.
 
 Walks every ``import`` statement of every module (function-level ones included: a lazy
 import up the stack is still a dependency up the stack, and a lazy import that closes a
@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 STACK = ("sandboxes", "aem_envs", "aem_agent", "benchmarks", "aem_cli")
 #: Source trees of the bundled SWE task repositories: data, not aem code.
 DATA_TREES = ("aem_envs/swe/generate/repos",)
+#: Modules past this are split by what they hold (data tables live in data files instead).
+MAX_MODULE_LINES = 400
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,18 @@ def test_no_package_imports_itself_in_a_circle(package: str) -> None:
     assert not cycles, "import cycles (function-level imports included):\n" + "\n".join(
         " → ".join(cycle) for cycle in cycles
     )
+
+
+@pytest.mark.parametrize("package", STACK)
+def test_no_module_is_longer_than_the_limit(package: str) -> None:
+    """A module that outgrows one subject is split by what it holds, as ``rollout.py`` was
+    into episodes, generators and batches; a long module is where twins and tangles hide."""
+    long = [
+        f"{path.relative_to(ROOT)}: {lines} lines"
+        for path in _modules(package)
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    ]
+    assert not long, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(long)
 
 
 def test_sandboxes_imports_its_own_modules_at_module_level_only() -> None:

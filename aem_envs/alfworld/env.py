@@ -29,8 +29,9 @@ from aem_envs.alfworld.tasks import (
     real_games,
 )
 from aem_envs.alfworld.upstream import UpstreamEngine
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
 from aem_envs.core.errors import AEMError, ArgumentError, MissingDependencyError, install_command
+from aem_envs.core.outcome import Outcome, Task
 
 ENGINES = ("native", "upstream")
 SOURCES = ("bundled", "alfworld")

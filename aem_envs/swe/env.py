@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
 from aem_envs.core.errors import AEMError, ArgumentError
+from aem_envs.core.outcome import Outcome, Task
 from aem_envs.core.rewards import RewardScheme
 from aem_envs.swe.editor import Editor, EditorRefusal, parse_edit
 from aem_envs.swe.expert import expert_plan

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
 from aem_envs.core.errors import AEMError
+from aem_envs.core.outcome import Outcome, Task
 from aem_envs.webshop.catalog import Catalog, Goal
 from aem_envs.webshop.nouns import NounTagger, noun_tagger_factory
 from aem_envs.webshop.site.app import Site, normalize_query

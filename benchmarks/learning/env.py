@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
+from aem_envs.core.outcome import Outcome, Task
 
 ENV_ID = "aem-bench/Pick-v0"
 

@@ -11,14 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.learning.experiment import (
-    DONE_MARKER,
-    RUNS_DIR,
-    START_DIR,
-    LearningConfig,
-    run_one,
-    write_results,
-)
+from benchmarks.learning.collect import write_results
+from benchmarks.learning.config import DONE_MARKER, RUNS_DIR, START_DIR, LearningConfig
+from benchmarks.learning.experiment import run_one
 from benchmarks.learning.report import write_report
 from benchmarks.learning.start import build_start
 

@@ -22,15 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchmarks.learning.experiment import (
-    ACTION_TAGS,
-    START_MARKER,
-    LearningConfig,
-    ensure_env,
-    evaluate,
-    heldout_specs,
-    run_settings,
-)
+from benchmarks.learning.config import ACTION_TAGS, START_MARKER, LearningConfig
+from benchmarks.learning.experiment import run_settings
+from benchmarks.learning.heldout import ensure_env, evaluate, heldout_specs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

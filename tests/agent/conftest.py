@@ -16,7 +16,8 @@ import gymnasium as gym
 import pytest
 
 from aem_agent.tiny import CHATML_TEMPLATE, build_tiny_model
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
+from aem_envs.core.outcome import Outcome, Task
 
 __all__ = ["CHATML_TEMPLATE", "DoorsEnv", "build_tiny_model", "doors_env_id", "tiny_model_dir"]
 

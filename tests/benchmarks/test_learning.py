@@ -20,14 +20,16 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from aem_envs.core.base import Outcome, Task, TextEnv
+from aem_envs.core.base import TextEnv
+from aem_envs.core.outcome import Outcome, Task
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 pytest.importorskip("trl")
 
 from aem_cli.main import main
-from benchmarks.learning import experiment as ex
+from benchmarks.learning import config as lc
+from benchmarks.learning.collect import write_results
 from benchmarks.learning.env import ENV_ID, register
 from benchmarks.learning.grid import run_grid
 from benchmarks.learning.report import final_table
@@ -73,7 +75,7 @@ def lucky_env_id() -> str:
     return LUCKY_ID
 
 
-def experiment(env_id: str, **overrides) -> ex.LearningConfig:
+def experiment(env_id: str, **overrides) -> lc.LearningConfig:
     """A small experiment on ``env_id``: a 32-wide tiny model, step layout, 1-token actions."""
     data = {
         "name": "t",
@@ -105,7 +107,7 @@ def experiment(env_id: str, **overrides) -> ex.LearningConfig:
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return ex.parse_config(data)
+    return lc.parse_config(data)
 
 
 # ---------------------------------------------------------------------------- the env
@@ -160,7 +162,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
 ) -> None:
     config = experiment(lucky_env_id)
     out = tmp_path / "out"
-    run_dir = out / ex.RUNS_DIR / "grpo-seed0"
+    run_dir = out / lc.RUNS_DIR / "grpo-seed0"
 
     from transformers import TrainerCallback
 
@@ -171,11 +173,11 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
 
     with pytest.raises(KeyboardInterrupt):
         run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
-    assert not (run_dir / ex.DONE_MARKER).exists()
+    assert not (run_dir / lc.DONE_MARKER).exists()
     assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-2"]
 
     results = run_grid(config, out, log=lambda _: None)
-    done = json.loads((run_dir / ex.DONE_MARKER).read_text())
+    done = json.loads((run_dir / lc.DONE_MARKER).read_text())
     assert done["resumed_from"] == "checkpoint-2" and done["global_step"] == 4
     with (run_dir / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
@@ -185,22 +187,22 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     assert results["runs"][0]["status"] == "done"
     assert not list(run_dir.glob("checkpoint-*"))
 
-    marker = (run_dir / ex.DONE_MARKER).read_text()
+    marker = (run_dir / lc.DONE_MARKER).read_text()
     logged: list[str] = []
     run_grid(config, out, log=logged.append)
     assert any("done already, skipped" in line for line in logged)
-    assert (run_dir / ex.DONE_MARKER).read_text() == marker
+    assert (run_dir / lc.DONE_MARKER).read_text() == marker
 
 
 def fake_run(out: Path, name: str, heldout: list[tuple[int, float]], *, done: bool) -> None:
-    run_dir = out / ex.RUNS_DIR / name
+    run_dir = out / lc.RUNS_DIR / name
     run_dir.mkdir(parents=True)
     lines = ["step,heldout/success_rate,reward,aem/entropy_mean,aem/alpha_min,aem/alpha_max"]
     lines += [f"{s},{v},,,," for s, v in heldout]
     lines += [f"{s},,{s},{1 - s / 10},0.5,1.5" for s in range(1, 11)]
     (run_dir / "metrics.csv").write_text("\n".join(lines) + "\n")
     if done:
-        (run_dir / ex.DONE_MARKER).write_text(json.dumps({"global_step": 10}))
+        (run_dir / lc.DONE_MARKER).write_text(json.dumps({"global_step": 10}))
 
 
 def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path, capsys) -> None:
@@ -212,7 +214,7 @@ def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path,
     fake_run(out, "grpo-seed1", [(0, 0.2), (10, 0.6)], done=True)
     fake_run(out, "aem-seed0", [(0, 0.2), (10, 0.8)], done=True)
     fake_run(out, "aem-seed1", [(0, 0.2)], done=False)
-    results = ex.write_results(out, config)
+    results = write_results(out, config)
     by_algo = {row["algo"]: row for row in results["summary"]}
     assert by_algo["grpo"]["final_heldout_success_mean"] == pytest.approx(0.5)
     assert by_algo["grpo"]["final_heldout_success_std"] == pytest.approx(0.1414, abs=1e-3)
@@ -225,7 +227,7 @@ def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path,
     # The report comes from results.json alone: delete the runs, regenerate it.
     import shutil
 
-    shutil.rmtree(out / ex.RUNS_DIR)
+    shutil.rmtree(out / lc.RUNS_DIR)
     (out / "report.md").unlink(missing_ok=True)
     yaml_file.write_text(
         "name: t\nalgorithms: [grpo, aem]\nseeds: [0, 1]\nenv: {id: aemtest/Unused-v0}\n"
@@ -240,9 +242,9 @@ def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path,
 
 
 def test_bad_configs_name_the_problem() -> None:
-    with pytest.raises(ex.ExperimentError, match="set by the harness"):
+    with pytest.raises(lc.ExperimentError, match="set by the harness"):
         experiment("x/Y-v0", train={"seed": 3})
-    with pytest.raises(ex.ExperimentError, match="held-out"):
+    with pytest.raises(lc.ExperimentError, match="held-out"):
         experiment("x/Y-v0", env={"id": "x/Y-v0", "train_split": "a", "eval_split": "a"})
-    with pytest.raises(ex.ExperimentError, match="algorithms"):
+    with pytest.raises(lc.ExperimentError, match="algorithms"):
         experiment("x/Y-v0", algorithms=["ppo"])

@@ -6,7 +6,7 @@ import pytest
 from gymnasium.error import ResetNeeded
 
 from aem_envs import RewardScheme
-from aem_envs.core.base import Outcome
+from aem_envs.core.outcome import Outcome
 from tests.fixtures.corridor import CorridorEnv
 
 

@@ -1,0 +1,136 @@
+"""What a learning experiment is: its config (what varies, what is held fixed) and the names
+of its output folder's parts.
+
+Why apart from the runs: the CLI, the start builder, the grid and the report read a config
+and find the folders without training anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.errors import AEMError, DataError
+from aem_envs.core.io import jsonable
+
+#: The output folder's parts (the layout is drawn in :mod:`benchmarks.learning.experiment`).
+START_DIR = "start"
+START_MARKER = "start.json"
+RUNS_DIR = "runs"
+DONE_MARKER = "done.json"
+RESULTS_FILE = "results.json"
+#: Settings the harness owns; a config's ``train`` section may not set them.
+HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_split", "model")
+#: The reply format's tags, kept whole by the tiny tokenizer.
+ACTION_TAGS = ("<action>", "</action>")
+
+
+class ExperimentError(AEMError, ValueError):
+    """A learning-experiment config is malformed or inconsistent."""
+
+
+@dataclass(frozen=True)
+class LearningConfig:
+    """One experiment: what is varied (algorithms, seeds) and everything held fixed."""
+
+    name: str
+    algorithms: tuple[str, ...]
+    seeds: tuple[int, ...]
+    env_id: str
+    env_kwargs: dict[str, Any]
+    train_split: str
+    eval_split: str
+    eval_every: int
+    eval_episodes: int
+    eval_temperature: float
+    eval_seed: int
+    model: dict[str, Any]
+    warmup: dict[str, Any]
+    train: dict[str, Any]
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def run_names(self) -> list[tuple[str, int, str]]:
+        """``(algo, seed, folder name)`` of every run, seeds outermost (pairs finish together)."""
+        return [(a, s, f"{a}-seed{s}") for s in self.seeds for a in self.algorithms]
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(asdict(self))
+
+
+def load_config(path: str | os.PathLike[str]) -> LearningConfig:
+    """Read and check an experiment YAML (see ``benchmarks/learning/configs/mechanism.yaml``)."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        bundled = Path(__file__).with_name("configs") / file.name
+        if not bundled.is_file():
+            raise DataError(f"learning config {path} does not exist")
+        file = bundled
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise DataError(f"learning config {file} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise DataError(f"learning config {file} must be a mapping")
+    return parse_config(data, source=str(file))
+
+
+def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig:
+    """Build a :class:`LearningConfig` from a mapping, naming the first bad key."""
+    known = {"name", "algorithms", "seeds", "env", "eval", "model", "warmup", "train"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ExperimentError(f"unknown learning-config key(s) {unknown}; known: {sorted(known)}")
+    env = dict(data.get("env") or {})
+    evaluation = dict(data.get("eval") or {})
+    train = dict(data.get("train") or {})
+    owned = sorted(set(train) & set(HARNESS_KEYS))
+    if owned:
+        raise ExperimentError(
+            f"train settings {owned} are set by the harness (algorithms, seeds, env, start "
+            "model); move them to the experiment's own keys"
+        )
+    algorithms = tuple(data.get("algorithms") or ("grpo", "aem"))
+    bad = [a for a in algorithms if a not in ("aem", "grpo")]
+    if bad:
+        raise ExperimentError(f"algorithms {bad}: choose among 'aem' and 'grpo'")
+    seeds = tuple(int(s) for s in data.get("seeds") or (0,))
+    if len(set(seeds)) != len(seeds):
+        raise ExperimentError(f"seeds {list(seeds)} repeat a seed")
+    if "id" not in env:
+        raise ExperimentError("env.id is missing (e.g. aem-bench/Pick-v0)")
+    model = dict(data.get("model") or {"tiny": {}})
+    if len(model) != 1 or next(iter(model)) not in ("tiny", "path"):
+        raise ExperimentError("model must be {tiny: {...builder settings}} or {path: DIR}")
+    config = LearningConfig(
+        name=str(data.get("name") or Path(source).stem or "learning"),
+        algorithms=algorithms,
+        seeds=seeds,
+        env_id=str(env["id"]),
+        env_kwargs=dict(env.get("kwargs") or {}),
+        train_split=str(env.get("train_split", "train")),
+        eval_split=str(env.get("eval_split", "test")),
+        eval_every=int(evaluation.get("every", 10)),
+        eval_episodes=int(evaluation.get("episodes", 100)),
+        eval_temperature=float(evaluation.get("temperature", 0.0)),
+        eval_seed=int(evaluation.get("seed", 0)),
+        model=model,
+        warmup=dict(data.get("warmup") or {}),
+        train=train,
+        source=source,
+    )
+    if config.train_split == config.eval_split:
+        raise ExperimentError(
+            f"env.train_split and env.eval_split are both {config.train_split!r}; the held-out "
+            "split must be one no run trains on"
+        )
+    if config.eval_every < 1 or config.eval_episodes < 1:
+        raise ExperimentError("eval.every and eval.episodes must be at least 1")
+    if config.eval_temperature < 0:
+        raise ExperimentError(f"eval.temperature={config.eval_temperature} must be >= 0")
+    return config

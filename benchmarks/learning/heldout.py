@@ -1,0 +1,162 @@
+"""The held-out split of a learning experiment: which episodes, how they are scored, and the
+callback that scores them during a run.
+
+Why its own module: the start builder scores its checkpoint the same way every run does, and
+the numbers must mean the same thing in both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from benchmarks.learning.config import LearningConfig
+
+if TYPE_CHECKING:
+    from aem_agent.episodes import EpisodeSpec
+    from aem_envs.core.base import TextEnv
+
+#: Metric keys of the held-out evaluation rows in a run's metrics.csv.
+HELDOUT_KEYS = ("heldout/success_rate", "heldout/score", "heldout/valid_rate", "heldout/turns")
+
+
+#: Harness-only env ids and the function registering each with Gymnasium.
+def _harness_envs() -> dict[str, Callable[[], str]]:
+    from benchmarks.learning import env as pick
+
+    return {pick.ENV_ID: pick.register}
+
+
+def ensure_env(env_id: str) -> None:
+    """Register a harness env (``aem-bench/...``) when ``env_id`` names one; others pass."""
+    register = _harness_envs().get(env_id)
+    if register is not None:
+        register()
+
+
+def heldout_specs(config: LearningConfig) -> list[Any]:
+    """The fixed held-out episodes: the first seeds from ``eval.seed`` giving distinct tasks.
+
+    Why distinct: the env picks a task from the seed, so consecutive seeds can repeat a task;
+    scoring each held-out task once makes the success rate a plain fraction of tasks.
+    """
+    import gymnasium as gym
+
+    from aem_agent.episodes import EpisodeSpec
+    from aem_envs.registration import resolve_env_id
+
+    ensure_env(config.env_id)
+    env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
+    try:
+        total = len(cast("TextEnv", env.unwrapped).task_ids(config.eval_split))
+        wanted = min(config.eval_episodes, total)
+        specs: list[EpisodeSpec] = []
+        seen, seed = set(), config.eval_seed
+        while len(specs) < wanted and seed < config.eval_seed + 50 * wanted:
+            _, info = env.reset(seed=seed, options={"split": config.eval_split})
+            if info["task_id"] not in seen:
+                seen.add(info["task_id"])
+                specs.append(EpisodeSpec(config.env_id, seed, config.eval_split))
+            seed += 1
+    finally:
+        env.close()
+    return specs
+
+
+# ---------------------------------------------------------------------------- held-out eval
+def evaluate(
+    trainer: Any,
+    specs: Sequence[Any],
+    *,
+    temperature: float,
+    seed: int,
+) -> dict[str, float]:
+    """Play the held-out episodes with ``trainer``'s current model; return their rates.
+
+    Greedy when ``temperature`` is 0, else sampling at that temperature from ``seed``. The
+    global RNG state is saved and restored, so evaluating never changes what training samples.
+    """
+    import copy
+
+    import torch
+
+    from aem_agent.generators import model_generator
+
+    model = trainer.model
+    generation = copy.deepcopy(trainer.generation_config)
+    if temperature == 0:
+        generation.do_sample = False
+        for name in ("temperature", "top_k", "top_p", "min_p"):
+            if hasattr(generation, name):
+                setattr(generation, name, None)
+    else:
+        generation.do_sample = True
+        generation.temperature = temperature
+    generate = model_generator(
+        model,
+        trainer.processing_class,
+        generation,
+        max_new_tokens=trainer.args.max_turn_tokens,
+    )
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            episodes = trainer.rollout_func.play(list(specs), generate)
+    finally:
+        model.train(was_training)
+    turns = [t for e in episodes for t in e.turns]
+    n = max(len(episodes), 1)
+    return {
+        "heldout/success_rate": sum(e.won for e in episodes) / n,
+        "heldout/score": sum(e.score for e in episodes) / n,
+        "heldout/valid_rate": sum(t.action_valid for t in turns) / max(len(turns), 1),
+        "heldout/turns": len(turns) / n,
+    }
+
+
+def heldout_callback(
+    specs: Sequence[Any], every: int, *, temperature: float, seed: int, writer: Any
+) -> Any:
+    """A ``TrainerCallback`` scoring the held-out split at step 0, every ``every`` steps and at
+    the last step, writing one ``heldout/*`` row per evaluation into ``writer`` (metrics.csv).
+
+    Steps already scored in ``writer``'s rows (a resumed run) are not scored again. Call
+    ``.bind(trainer)`` once the trainer exists (a callback is built before its trainer).
+    """
+    from transformers import TrainerCallback
+
+    class HeldOut(TrainerCallback):
+        def __init__(self) -> None:
+            self.trainer: Any = None
+            self.scored = {
+                int(float(r["step"]))
+                for r in writer.rows
+                if str(r.get(HELDOUT_KEYS[0], "")).strip() != ""
+            }
+
+        def bind(self, trainer: Any) -> HeldOut:
+            self.trainer = trainer
+            return self
+
+        def _score(self, step: int) -> None:
+            if step in self.scored or self.trainer is None:
+                return
+            started = time.perf_counter()
+            stats = evaluate(self.trainer, specs, temperature=temperature, seed=seed)
+            stats["heldout/seconds"] = time.perf_counter() - started
+            writer.add(step, stats)
+            self.scored.add(step)
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                self._score(state.global_step)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            last = state.global_step >= state.max_steps
+            if state.is_world_process_zero and (state.global_step % every == 0 or last):
+                self._score(state.global_step)
+
+    return HeldOut()

@@ -5,12 +5,15 @@ run side by side share one model and one forward pass instead of one model per w
 Env steps of a turn run in threads (engines, browsers and containers spend their time
 outside the GIL).
 
-Every finished episode is written as one JSON Lines file, atomically, at a path derived
-from its key (suite/env/split/policy/task/seed): line 1 ``kind="episode"`` (what was played),
-one ``kind="step"`` line per turn (the policy's raw reply, the parsed action, the
-observation, reward, validity, tokens), then ``kind="end"`` holding the episode's record.
-The file is the only state a run keeps, which is what makes a killed run resumable: an
-episode is done exactly when its file exists and ends with a finished record.
+Every finished episode is written as one JSON Lines file, atomically, by the env's own
+:class:`~aem_envs.wrappers.TrajectoryRecorder`, at a path derived from its key
+(policy/env/split/task/seed, :attr:`EpisodeJob.episode_id`): line 1 ``kind="episode"`` (what
+was played: the recorder's header plus the job), one ``kind="step"`` line per turn (the
+recorder's row — parsed action, observation, reward, flags, info — plus the policy's raw
+reply and token counts), then ``kind="end"`` holding, beside the recorder's totals, the
+episode's ``record``. The file is the only state a run keeps, which is what makes a killed
+run resumable: an episode is done exactly when its file exists and ends with a finished
+record.
 """
 
 from __future__ import annotations
@@ -30,8 +33,7 @@ import gymnasium as gym
 import aem_envs  # noqa: F401  (registers the aem ids before gym.make)
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_envs.core.errors import AEMError
-from aem_envs.core.io import atomic_write_jsonl, jsonable
-from aem_envs.wrappers import LLMActionWrapper
+from aem_envs.wrappers import LLMActionWrapper, TrajectoryRecorder
 
 EPISODES_DIR = "episodes"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -66,12 +68,15 @@ class EpisodeJob:
         """suite/env/split/policy/task/seed: splits may reuse task ids (ALFWorld's do)."""
         return f"{self.suite}/{self.env_id}/{self.split}/{self.policy}/{self.task_id}/{self.seed}"
 
+    @property
+    def episode_id(self) -> str:
+        """The trajectory's name under ``<run_dir>/episodes``: policy/env/split/task__seed."""
+        folders = (slug(self.policy), slug(self.env_id), slug(str(self.split)))
+        return "/".join([*folders, f"{slug(self.task_id)}__seed{self.seed}"])
+
     def path(self, run_dir: Path) -> Path:
         """Where this episode's trajectory lives inside ``run_dir``."""
-        folder = (
-            run_dir / EPISODES_DIR / slug(self.policy) / slug(self.env_id) / slug(str(self.split))
-        )
-        return folder / f"{slug(self.task_id)}__seed{self.seed}.jsonl"
+        return run_dir / EPISODES_DIR / f"{self.episode_id}.jsonl"
 
     def reset_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"task_id": self.task_id}
@@ -100,6 +105,7 @@ class EnvPool:
 
     Why: constructing an env can start an engine or a browser; a benchmark plays many
     episodes of the same env, so one instance per concurrent episode is reused by reset.
+    The pool holds the bare envs; each episode wraps its own recorder and reply parser.
     """
 
     def __init__(self) -> None:
@@ -113,7 +119,7 @@ class EnvPool:
         idle = self._idle.get(self._key(env, kwargs))
         if idle:
             return idle.pop()
-        return LLMActionWrapper(gym.make(env, **kwargs))
+        return gym.make(env, **kwargs)
 
     def release(self, env: str, kwargs: dict[str, Any], instance: gym.Env) -> None:
         self._idle.setdefault(self._key(env, kwargs), []).append(instance)
@@ -126,16 +132,24 @@ class EnvPool:
 
 
 class _Live:
-    """An episode in progress: its env, the turns so far, and its running totals."""
+    """An episode in progress: its env, the turns so far, and its running totals.
 
-    def __init__(self, job: EpisodeJob, env: gym.Env) -> None:
+    The env is the pooled one under a recorder writing into ``run_dir`` (only when told:
+    the end row carries the record, timed after the last step) under the reply parser, so the
+    recorder sees the parsed actions and rejected replies and this class adds the replies.
+    """
+
+    def __init__(self, job: EpisodeJob, env: gym.Env, run_dir: Path) -> None:
         self.job = job
-        self.env = env
+        self.bare = env
+        self.run_dir = run_dir
+        self.recorder = TrajectoryRecorder(env, run_dir / EPISODES_DIR, write_on_end=False)
+        self.env = LLMActionWrapper(self.recorder)
         self.started = time.perf_counter()
         self.observation = ""
         self.info: dict[str, Any] = {}
         self.history: list[tuple[str, str]] = []
-        self.rows: list[dict[str, Any]] = []
+        self.steps = 0
         self.totals = {
             "return": 0.0,
             "invalid_actions": 0,
@@ -153,6 +167,17 @@ class _Live:
         return self.terminated or self.truncated or self.error is not None
 
     def reset(self) -> None:
+        job = self.job
+        self.recorder.next_episode(
+            job.episode_id,
+            key=job.key,
+            suite=job.suite,
+            env_id=job.env_id,
+            policy=job.policy,
+            task_id=job.task_id,
+            split=job.split,
+            env_kwargs=job.env_kwargs,
+        )
         tic = time.perf_counter()
         try:
             self.observation, self.info = self.env.reset(
@@ -163,21 +188,6 @@ class _Live:
             return
         finally:
             self.totals["env_time_s"] += time.perf_counter() - tic
-        self.rows.append(
-            {
-                "kind": "episode",
-                "key": self.job.key,
-                "suite": self.job.suite,
-                "env_id": self.job.env_id,
-                "policy": self.job.policy,
-                "task_id": self.job.task_id,
-                "split": self.job.split,
-                "seed": self.job.seed,
-                "env_kwargs": jsonable(self.job.env_kwargs),
-                "observation": self.observation,
-                "info": jsonable(self.info),
-            }
-        )
 
     def policy_input(self) -> PolicyInput:
         return PolicyInput(
@@ -190,6 +200,11 @@ class _Live:
         )
 
     def step(self, output: PolicyOutput) -> None:
+        self.recorder.next_step(
+            reply=output.reply,
+            prompt_tokens=output.prompt_tokens,
+            completion_tokens=output.completion_tokens,
+        )
         tic = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = self.env.step(output.reply)
@@ -206,23 +221,9 @@ class _Live:
         self.totals["invalid_actions"] += 0 if info.get("action_valid", True) else 1
         self.totals["prompt_tokens"] += output.prompt_tokens
         self.totals["completion_tokens"] += output.completion_tokens
-        self.rows.append(
-            {
-                "kind": "step",
-                "reply": output.reply,
-                "action": action,
-                "observation": observation,
-                "reward": float(reward),
-                "terminated": self.terminated,
-                "truncated": self.truncated,
-                "prompt_tokens": output.prompt_tokens,
-                "completion_tokens": output.completion_tokens,
-                "info": jsonable({k: v for k, v in info.items() if k != "think"}),
-            }
-        )
+        self.steps += 1
 
     def record(self) -> dict[str, Any]:
-        steps = sum(1 for row in self.rows if row["kind"] == "step")
         return {
             "key": self.job.key,
             "suite": self.job.suite,
@@ -234,7 +235,7 @@ class _Live:
             "seed": self.job.seed,
             "won": bool(self.info.get("won", False)) and self.error is None,
             "score": float(self.info.get("score", 0.0)) if self.error is None else 0.0,
-            "steps": steps,
+            "steps": self.steps,
             "max_steps": int(getattr(self.env.unwrapped, "max_steps", 0)),
             "terminated": self.terminated,
             "truncated": self.truncated,
@@ -243,13 +244,11 @@ class _Live:
             "error": self.error,
         }
 
-    def write(self, run_dir: Path) -> dict[str, Any]:
+    def write(self) -> dict[str, Any]:
         """Write the trajectory atomically; an errored episode is kept but not finished."""
         record = self.record()
-        path = self.job.path(run_dir)
-        record["trajectory"] = str(path.relative_to(run_dir))
-        end = {"kind": "end", "finished": self.error is None, "record": record}
-        atomic_write_jsonl(path, [*self.rows, end])
+        record["trajectory"] = str(self.job.path(self.run_dir).relative_to(self.run_dir))
+        self.recorder.finish(finished=self.error is None, record=record)
         return record
 
 
@@ -287,10 +286,10 @@ def drive(
                 job = next(pending, None)
                 if job is None:
                     break
-                fresh.append(_Live(job, envs.acquire(job.env, job.env_kwargs)))
+                fresh.append(_Live(job, envs.acquire(job.env, job.env_kwargs), run_dir))
             each(_Live.reset, fresh)
             live.extend(fresh)
-            _finish([e for e in live if e.done], live, run_dir, envs, on_finish)
+            _finish([e for e in live if e.done], live, envs, on_finish)
             if not live:
                 if not fresh:
                     return
@@ -306,10 +305,10 @@ def drive(
             for episode in live:
                 episode.totals["policy_time_s"] += share
             each(_Live.step, list(live), outputs)
-            _finish([e for e in live if e.done], live, run_dir, envs, on_finish)
+            _finish([e for e in live if e.done], live, envs, on_finish)
     finally:
-        for episode in live:
-            episode.env.close()
+        for episode in live:  # the bare env: an interrupted episode leaves no file
+            episode.bare.close()
         if threads is not None:
             threads.shutdown()
 
@@ -317,15 +316,14 @@ def drive(
 def _finish(
     done: list[_Live],
     live: list[_Live],
-    run_dir: Path,
     envs: EnvPool,
     on_finish: Callable[[dict[str, Any]], None],
 ) -> None:
     for episode in done:
         live.remove(episode)
-        record = episode.write(run_dir)
+        record = episode.write()
         if episode.error is None:
-            envs.release(episode.job.env, episode.job.env_kwargs, episode.env)
+            envs.release(episode.job.env, episode.job.env_kwargs, episode.bare)
         else:
-            episode.env.close()
+            episode.bare.close()
         on_finish(record)

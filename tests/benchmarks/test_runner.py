@@ -41,7 +41,12 @@ def test_expert_in_worker_processes_wins_every_episode_and_saves_trajectories(tm
     steps = [r for r in rows if r["kind"] == "step"]
     assert len(steps) == record["steps"] == abs(int(rows[0]["info"]["instruction"].split()[-1]))
     assert steps[0]["action"] in ("inc", "dec") and "<action>" in steps[0]["reply"]
-    assert rows[-1] == {"kind": "end", "finished": True, "record": record}
+    assert {"prompt_tokens", "completion_tokens"} <= set(steps[0])
+    end = rows[-1]
+    assert end["kind"] == "end" and end["finished"] and end["record"] == record
+    assert end["length"] == record["steps"] and end["won"] and end["return"] == record["return"]
+    job = next(j for j in run.jobs if j.key == record["key"])
+    assert tmp_path / record["trajectory"] == job.path(tmp_path)  # where resume looks
 
 
 def test_rerun_skips_finished_episodes_and_no_resume_replays(tmp_path) -> None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from aem_envs.core.base import TextEnv
 from aem_envs.core.errors import AEMError
 from aem_envs.core.outcome import Outcome, Task
+from aem_envs.webshop import expert, tasks
 from aem_envs.webshop.catalog import Catalog, Goal
 from aem_envs.webshop.nouns import NounTagger, noun_tagger_factory
 from aem_envs.webshop.site.app import Site, normalize_query
@@ -91,8 +92,6 @@ class SiteClient:
 
 
 def _load_catalog(data_dir: str | Path | None) -> Catalog:
-    from aem_envs.webshop import tasks
-
     return tasks.bundled_catalog() if data_dir is None else tasks.load_original(data_dir)
 
 
@@ -279,19 +278,17 @@ class WebShopEnv(TextEnv):
         return actions + [f"click[{label}]" for label in view.clickables]
 
     def expert_action(self) -> str:
-        from aem_envs.webshop.expert import expert_action, plan_query
-
         assert self._goal is not None, "call reset() first"
         if self._expert_query is None:
-            self._expert_query = plan_query(self._goal, self.catalog, self.site.engine)
-        return expert_action(self.client.view, self._goal, self._expert_query, self.site.engine)
+            self._expert_query = expert.plan_query(self._goal, self.catalog, self.site.engine)
+        return expert.expert_action(
+            self.client.view, self._goal, self._expert_query, self.site.engine
+        )
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:
         """Goals of the bundled catalog per split and category, from its manifest."""
-        from aem_envs.webshop.tasks import DATA_DIR
-
-        counts = json.loads((DATA_DIR / "manifest.json").read_text())["task_types"]
+        counts = json.loads((tasks.DATA_DIR / "manifest.json").read_text())["task_types"]
         return {split: counts.get(split, {}) for split in cls.splits}
 
     def close(self) -> None:

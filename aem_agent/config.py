@@ -95,6 +95,12 @@ class AEMConfig(GRPOConfig, PromptSettings):
             episode with observation tokens masked.
         env_workers (`int`, *optional*, defaults to `8`):
             Threads stepping the batch's environments concurrently.
+        env_ray_address (`str` or `None`, *optional*, defaults to `None`):
+            Where the envs run. `None`: in this process. Otherwise each env lives in a Ray
+            actor (``docs/scaling.md``), for engines, browsers or containers that need other
+            cores or machines: `"local"` a private Ray on loopback (`aem train --ray`),
+            `"auto"`, `"HOST:6379"` or `"ray://HOST:10001"` that cluster (`--ray ADDRESS`).
+            The episodes are the same either way.
         reply_prefix (`str` or `None`, *optional*, defaults to `None`):
             Text pre-filled at the start of every reply; its tokens end the model's context
             and it is put back in front of the reply before parsing. `"<action>"` gets very
@@ -169,6 +175,13 @@ class AEMConfig(GRPOConfig, PromptSettings):
     )
     env_workers: int = field(
         default=8, metadata={"help": "Threads stepping the batch's environments concurrently."}
+    )
+    env_ray_address: str | None = field(
+        default=None,
+        metadata={
+            "help": "Envs in Ray actors: 'local' (Ray on loopback), 'auto', HOST:PORT or "
+            "ray://HOST:PORT; None (default) runs them in this process."
+        },
     )
     step_token_budget: int = field(
         default=16384,

@@ -43,6 +43,7 @@ from aem_agent.generators import Generate, Generated, trainer_generator, vllm_ge
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
+from aem_envs.vector import cluster, make_ray_env
 from aem_envs.wrappers import LLMActionWrapper, ReplyParser
 
 if TYPE_CHECKING:  # transformers and TRL load when a model does
@@ -69,6 +70,12 @@ class MultiTurnRollout:
     Environments are kept in a pool per env id and reused across calls (engines are slow to
     start); the batch's environments are stepped concurrently by ``workers`` threads, since an
     env step is mostly waiting on an engine, a browser or a container.
+
+    ``ray_address`` puts each env in a Ray actor (:func:`aem_envs.vector.make_ray_env`),
+    where engines, browsers and containers can use other cores or machines: ``"local"`` a
+    private Ray on loopback (or the one this process is connected to already), ``"auto"``,
+    ``"HOST:6379"`` or ``"ray://HOST:10001"`` a cluster; ``None`` (default) envs in this
+    process. The episodes are the same either way: same seeds, same observations and rewards.
     """
 
     def __init__(
@@ -85,6 +92,7 @@ class MultiTurnRollout:
         parser: ReplyParser | None = None,
         system_prompt: str | None = None,
         reply_prefix: str | None = None,
+        ray_address: str | None = None,
     ) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
             raise RolloutError("the tokenizer has no chat template; use an instruct/chat model")
@@ -109,6 +117,9 @@ class MultiTurnRollout:
         #: sets it to ``print``), so minutes of generation are not minutes of silence.
         self.progress: Callable[[str], None] | None = None
         self._pool: dict[str, list[gym.Env]] = {}
+        self.ray_address = ray_address
+        #: Whether this rollout started Ray (it then stops it in :meth:`close`).
+        self._owns_ray = cluster.connect(ray_address) if ray_address is not None else False
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
         self._eos_id = int(tokenizer.eos_token_id)
         self._eos_text = cast("str", tokenizer.convert_ids_to_tokens(self._eos_id))
@@ -129,6 +140,7 @@ class MultiTurnRollout:
             env_kwargs=config.env_kwargs,
             workers=config.env_workers,
             reply_prefix=config.reply_prefix,
+            ray_address=config.env_ray_address,
         )
 
     # ------------------------------------------------------------------ TRL entry point
@@ -249,30 +261,38 @@ class MultiTurnRollout:
         return Generated(ids, [0.0] * len(ids), None)
 
     def close(self) -> None:
-        """Close every pooled environment and stop the worker threads."""
+        """Close every pooled environment, stop the worker threads, and Ray if it started it."""
         for envs in self._pool.values():
             for env in envs:
                 env.close()
         self._pool.clear()
         self._executor.shutdown(wait=True)
+        if self._owns_ray:
+            cluster.ray_module().shutdown()
+            self._owns_ray = False
 
     # ------------------------------------------------------------------ internals
     def _checkout(self, specs: Sequence[EpisodeSpec]) -> list[gym.Env]:
-        """One env per spec from the pool, creating only as many as this batch needs."""
-        handed: dict[str, int] = {}
-        envs = []
+        """One env per spec from the pool, creating only as many as this batch needs (in the
+        worker threads: an engine or an actor takes seconds to start)."""
+        slots = []
+        needed: dict[str, int] = {}
         for spec in specs:
-            pool = self._pool.setdefault(spec.env_id, [])
-            index = handed.get(spec.env_id, 0)
-            if index == len(pool):
-                pool.append(self._make(spec.env_id))
-            handed[spec.env_id] = index + 1
-            envs.append(pool[index])
-        return envs
+            slots.append((spec.env_id, needed.get(spec.env_id, 0)))
+            needed[spec.env_id] = slots[-1][1] + 1
+        for env_id, count in needed.items():
+            pool = self._pool.setdefault(env_id, [])
+            pool.extend(self._executor.map(self._make, [env_id] * (count - len(pool))))
+        return [self._pool[env_id][index] for env_id, index in slots]
 
     def _make(self, env_id: str) -> gym.Env:
-        env = gym.make(resolve_env_id(env_id), max_steps=self.max_turns, **self.env_kwargs)
-        return LLMActionWrapper(env, self.parser)
+        """The env for ``env_id``, here or in a Ray actor, under the reply parser (which runs
+        here either way)."""
+        kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
+        resolved = resolve_env_id(env_id)
+        if self.ray_address is None:
+            return LLMActionWrapper(gym.make(resolved, **kwargs), self.parser)
+        return LLMActionWrapper(make_ray_env(resolved, self.ray_address, **kwargs), self.parser)
 
     @staticmethod
     def _reset(env: gym.Env, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:

@@ -1,6 +1,7 @@
 """``aem bench``: run policies on a suite and write results and a report; ``compare``; ``perf``.
 
 aem bench --suite quick --policy expert --policy smollm2
+aem bench --suite quick --policy expert --ray        # envs in Ray actors, local Ray
 aem bench compare runs/before runs/after
 aem bench perf --quick
 aem bench learning benchmarks/learning/configs/mechanism.yaml --out DIR
@@ -12,6 +13,7 @@ import argparse
 import os
 from pathlib import Path
 
+from aem_cli.run_flags import add_ray_flag
 from aem_envs.core.errors import AEMError
 
 DEFAULT_OUT = Path("bench-runs")
@@ -59,6 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="skip episodes already finished in the run folder (default: on)",
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_ray_flag(parser)
     parser.set_defaults(func=run)
 
     commands = parser.add_subparsers(dest="bench_command", metavar="{compare,perf,learning}")
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         limit=args.limit,
         resume=args.resume,
         progress=not args.no_progress,
+        ray_address=args.ray,
     )
     if not bench.records:
         raise AEMError(
@@ -124,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             "batch_size": args.batch_size,
             "limit": args.limit,
             "resume": args.resume,
+            "ray": args.ray,
         },
     )
     results_path = write_results(out, results)

@@ -1,12 +1,15 @@
-"""The command-line flags ``aem train`` and ``aem sft`` share, defined once.
+"""The command-line flags ``aem train``, ``aem sft`` and ``aem bench`` share, defined once.
 
-Why: both start a training run from a model into an output directory that a later run may
-resume or replace; the same flag must mean the same thing, with the same help, in both.
+Why: train and sft start a training run from a model into an output directory that a later
+run may resume or replace, and train and bench play episodes whose envs may live in Ray
+actors; the same flag must mean the same thing, with the same help, everywhere.
 """
 
 from __future__ import annotations
 
 import argparse
+
+from aem_envs.vector import LOCAL
 
 
 def add_run_flags(
@@ -40,4 +43,17 @@ def add_run_flags(
         action="store_true",
         default=overwrite,
         help="replace an earlier run's outputs in --output-dir (without it a fresh run refuses)",
+    )
+
+
+def add_ray_flag(parser: argparse.ArgumentParser) -> None:
+    """Add ``--ray [ADDRESS]`` (dest ``ray``): ``None`` without it, ``"local"`` alone."""
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        default=None,
+        metavar="ADDRESS",
+        help="play the envs in Ray actors: alone, on a local Ray started on loopback; with "
+        "ADDRESS (auto, HOST:6379, ray://HOST:10001), on that cluster (needs aem[scale])",
     )

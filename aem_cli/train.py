@@ -4,6 +4,7 @@ Examples::
 
     aem train --config cpu-smoke.yaml --output-dir runs/smoke
     aem train aem/ALFWorld-v0 --model smollm2 --algo grpo --steps 20 --output-dir runs/grpo
+    aem train --config cpu-smoke.yaml --output-dir runs/ray --ray   # envs in Ray actors
     accelerate launch -m aem_cli train --config qwen2.5-1.5b-alfworld.yaml
 
 Values given on the command line override the YAML file; ``--resume`` continues from the
@@ -42,7 +43,7 @@ from aem_agent.train import (
     resolve_model,
     save_policy,
 )
-from aem_cli.run_flags import add_run_flags
+from aem_cli.run_flags import add_ray_flag, add_run_flags
 from aem_envs.core.errors import AEMError
 from aem_envs.core.io import atomic_write_json
 
@@ -63,6 +64,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "seed": "seed",
     "output_dir": "output_dir",
     "overwrite": "overwrite",
+    "ray": "env_ray_address",
 }
 
 
@@ -82,6 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=int, help="optimizer steps to train")
     add_run_flags(parser)
     parser.add_argument("--lam", type=float, help="AEM strength λ (0 = GRPO)")
+    add_ray_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -138,6 +141,10 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
 
     for env_id in config.env_ids:
         resolve_env_id(env_id)  # one clear line for an unknown id, before loading a model
+    if config.env_ray_address is not None:
+        from aem_envs.vector import cluster
+
+        cluster.ray_module()  # likewise "install aem[scale]" (the rollout connects)
     model_dir = resolve_model(str(driver.get("model", "smollm2")))
     metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
     trainer = build_trainer(

@@ -7,11 +7,13 @@ the admissible set), which is why they live beside the envs rather than in the a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import gymnasium as gym
 import numpy as np
 
 from aem_envs.core.base import TextEnv
+from aem_envs.vector.ray_env import RayEnv
 
 #: Commands the random policy tries where the action space is open (a shell).
 OPEN_SPACE_ACTIONS: tuple[str, ...] = ("ls", "pwd", "git status", "git diff", "cat README.md")
@@ -19,6 +21,8 @@ OPEN_SPACE_ACTIONS: tuple[str, ...] = ("ls", "pwd", "git status", "git diff", "c
 
 def _text_env(env: gym.Env) -> TextEnv:
     inner = env.unwrapped
+    if isinstance(inner, RayEnv):  # an aem env in a Ray actor: its attributes are forwarded
+        return cast("TextEnv", inner)
     if not isinstance(inner, TextEnv):
         raise TypeError(f"expected an aem environment, got {type(inner).__name__}")
     return inner

@@ -33,6 +33,7 @@ import gymnasium as gym
 import aem_envs  # noqa: F401  (registers the aem ids before gym.make)
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_envs.core.errors import AEMError
+from aem_envs.vector import make_ray_env
 from aem_envs.wrappers import LLMActionWrapper, TrajectoryRecorder
 
 EPISODES_DIR = "episodes"
@@ -106,10 +107,12 @@ class EnvPool:
     Why: constructing an env can start an engine or a browser; a benchmark plays many
     episodes of the same env, so one instance per concurrent episode is reused by reset.
     The pool holds the bare envs; each episode wraps its own recorder and reply parser.
+    With ``ray_address`` each env is made in a Ray actor (:func:`aem_envs.vector.make_ray_env`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ray_address: str | None = None) -> None:
         self._idle: dict[str, list[gym.Env]] = {}
+        self.ray_address = ray_address
 
     @staticmethod
     def _key(env: str, kwargs: dict[str, Any]) -> str:
@@ -119,6 +122,8 @@ class EnvPool:
         idle = self._idle.get(self._key(env, kwargs))
         if idle:
             return idle.pop()
+        if self.ray_address is not None:
+            return make_ray_env(env, self.ray_address, **kwargs)
         return gym.make(env, **kwargs)
 
     def release(self, env: str, kwargs: dict[str, Any], instance: gym.Env) -> None:

@@ -7,6 +7,10 @@ Two ways to be parallel, chosen per policy:
 - an *env* policy (``expert``, ``random``: they read the live env and cost nothing) plays
   in ``workers`` processes, one env per process, which isolates engines from each other.
 
+With ``ray_address`` every env lives in a Ray actor instead (:func:`aem_envs.vector.make_ray_env`,
+isolated already, on this machine or a cluster's), so env policies too play here, ``workers``
+episodes side by side; the trajectories are still written here. Same seeds, same episodes.
+
 Resuming needs no bookkeeping beyond the episode files: a planned episode whose file ends
 with a finished record is skipped (``resume=True``).
 """
@@ -27,6 +31,7 @@ import gymnasium as gym
 
 from aem_agent.policies.base import Policy
 from aem_envs.core.errors import AEMError, require
+from aem_envs.vector import cluster
 from benchmarks.episodes import EPISODES_DIR, EnvPool, EpisodeJob, drive, read_record
 from benchmarks.suite import Suite
 
@@ -122,8 +127,13 @@ def run_bench(
     limit: int | None = None,
     resume: bool = True,
     progress: bool = True,
+    ray_address: str | None = None,
 ) -> BenchRun:
-    """Play every planned episode not yet finished in ``out``; return all records."""
+    """Play every planned episode not yet finished in ``out``; return all records.
+
+    ``ray_address``: play the envs in Ray actors (``"local"``: a Ray started on loopback and
+    stopped at the end; else a cluster's address); ``None`` plays them here.
+    """
     if workers < 1 or batch_size < 1:
         raise AEMError(
             f"--workers and --batch-size must be at least 1, got {workers} and {batch_size}"
@@ -132,30 +142,31 @@ def run_bench(
     jobs = plan(suite, policies, limit)
     _remove_stale_temporaries(run_dir)
     done = {job.key for job in jobs if resume and read_record(job.path(run_dir)) is not None}
-    bar = Progress(len(jobs), initial=len(done), enabled=progress)
     errors: list[dict[str, Any]] = []
-
-    def finished(record: dict[str, Any]) -> None:
-        if record["error"] is not None:
-            errors.append(record)
-        bar.update(record)
-
     played = 0
-    try:
-        for source in policies:
-            todo = [j for j in jobs if j.policy == source.name and j.key not in done]
-            played += len(todo)
-            if not todo:
-                continue
-            bar.describe(source.name)
-            if source.model:
-                _play_here(todo, source, run_dir, batch_size, finished)
-            elif workers == 1:
-                _play_here(todo, source, run_dir, 1, finished)
-            else:
-                _play_in_processes(todo, source, run_dir, workers, finished)
-    finally:
-        bar.close()
+    with cluster.session(ray_address):
+        bar = Progress(len(jobs), initial=len(done), enabled=progress)
+
+        def finished(record: dict[str, Any]) -> None:
+            if record["error"] is not None:
+                errors.append(record)
+            bar.update(record)
+
+        try:
+            for source in policies:
+                todo = [j for j in jobs if j.policy == source.name and j.key not in done]
+                played += len(todo)
+                if not todo:
+                    continue
+                bar.describe(source.name)
+                if source.model:
+                    _play_here(todo, source, run_dir, batch_size, finished, ray_address)
+                elif workers == 1 or ray_address is not None:
+                    _play_here(todo, source, run_dir, workers, finished, ray_address)
+                else:
+                    _play_in_processes(todo, source, run_dir, workers, finished)
+        finally:
+            bar.close()
     records = [r for r in (read_record(job.path(run_dir)) for job in jobs) if r is not None]
     return BenchRun(run_dir, jobs, records, errors, played, len(done))
 
@@ -166,9 +177,10 @@ def _play_here(
     run_dir: Path,
     concurrency: int,
     finished: Callable[[dict[str, Any]], None],
+    ray_address: str | None,
 ) -> None:
     policy = source.factory()
-    envs = EnvPool()
+    envs = EnvPool(ray_address)
     try:
         drive(jobs, policy, run_dir=run_dir, concurrency=concurrency, envs=envs, on_finish=finished)
     finally:

@@ -17,7 +17,6 @@ why. Its next step, like any step after an episode's end, resets the fresh env (
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,7 +28,6 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array,
 from aem_envs.core.errors import ArgumentError
 from aem_envs.registration import resolve_env_id
 from aem_envs.vector import cluster
-from sandboxes.errors import exception_line
 
 
 class RayVectorEnv(VectorEnv):
@@ -149,12 +147,8 @@ class RayVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Close every env in its actor (bounded wait), kill the actors, and stop Ray if this
         env started it."""
-        if self._actors:
-            closing = [actor.close.remote() for actor in self._actors]
-            self._ray.wait(closing, num_returns=len(closing), timeout=self.call_timeout_s)
-            for actor in self._actors:
-                cluster.kill(actor)
-            self._actors = []
+        cluster.close_all(self._actors, self.call_timeout_s)
+        self._actors = []
         if self._owns_ray:
             self._ray.shutdown()
             self._owns_ray = False
@@ -164,31 +158,16 @@ class RayVectorEnv(VectorEnv):
         return cluster.spawn(self.env_id, self.env_kwargs, self.actor_options, autoreset=True)
 
     def _results(self, refs: list[Any]) -> list[Any]:
-        """Each call's value, or the actor failure in its place (an env's own error is
-        raised). One deadline for the whole batch: the calls run in parallel."""
-        deadline = time.monotonic() + self.call_timeout_s
-        out: list[Any] = []
-        for ref in refs:
-            try:
-                out.append(self._ray.get(ref, timeout=max(0.0, deadline - time.monotonic())))
-            except cluster.failure_types() as exc:
-                out.append(exc)
-        return out
+        return cluster.results(refs, self.call_timeout_s)
 
     def _failure_line(self, exc: BaseException) -> str:
-        if isinstance(exc, self._ray.exceptions.GetTimeoutError):
-            return f"no reply within call_timeout_s={self.call_timeout_s:g} s; actor killed"
-        return exception_line(exc)
+        return cluster.failure_line(exc, self.call_timeout_s)
 
     def _strict(self, refs: list[Any], what: str) -> list[Any]:
         """Like :meth:`_results`, where an actor failure has no episode to fail: it raises."""
-        results = self._results(refs)
-        failed = next((r for r in results if isinstance(r, BaseException)), None)
-        if failed is not None:
-            raise cluster.RayActorFailed(
-                f"{what} failed in a Ray actor of {self.env_id}: {self._failure_line(failed)}"
-            )
-        return results
+        return cluster.strict(
+            refs, self.call_timeout_s, f"{what} failed in a Ray actor of {self.env_id}"
+        )
 
     def _replace(self, index: int) -> None:
         """A fresh actor in slot ``index``, ready before the batch goes on (a broken env
@@ -236,8 +215,8 @@ def make_ray_vec(
     """``num_envs`` copies of ``env_id`` in Ray actors, as ``gym.make_vec(..., "async")``
     makes them in processes; ``env_kwargs`` go to each ``gym.make``.
 
-    ``ray_address=None`` starts a local Ray on loopback (shut down by ``close()``) unless
-    this process is connected already; ``actor_options`` go to each actor's
+    ``ray_address=None`` (or ``"local"``) starts a local Ray on loopback (shut down by
+    ``close()``) unless this process is connected already; ``actor_options`` go to each actor's
     ``.options(...)`` (default ``{"num_cpus": 0.25}``).
     """
     return RayVectorEnv(

@@ -33,8 +33,9 @@ class EnvWorker:
         self._needs_reset = False
 
     def describe(self) -> dict[str, Any]:
-        """What the driver's vector env copies: spaces, metadata, render mode, process id."""
+        """What the driver's env copies: spaces, metadata, render mode, spec, process id."""
         return {
+            "spec": self.env.spec,
             "observation_space": self.env.observation_space,
             "action_space": self.env.action_space,
             "metadata": dict(self.env.metadata),
@@ -58,6 +59,15 @@ class EnvWorker:
         """The env's attribute ``name`` (through wrappers); a method is called with the args."""
         attr = self.env.get_wrapper_attr(name)
         return attr(*args, **kwargs) if callable(attr) else attr
+
+    def lookup(self, name: str) -> tuple[str, Any]:
+        """``("value", v)`` for a plain attribute, ``("method", None)`` for a callable one
+        (the proxy then calls it through :meth:`call`), ``("missing", None)`` without one."""
+        try:
+            attr = self.env.get_wrapper_attr(name)
+        except AttributeError:
+            return "missing", None
+        return ("method", None) if callable(attr) else ("value", attr)
 
     def set_attr(self, name: str, value: Any) -> None:
         self.env.set_wrapper_attr(name, value)

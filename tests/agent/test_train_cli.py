@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,7 +120,9 @@ def test_unknown_setting_names_the_key(tmp_path) -> None:
         build_config({"aem_lamda": 1.0, "output_dir": str(tmp_path)})
 
 
-def test_rollout_gets_every_rollout_setting(tiny_model_dir, tmp_path, monkeypatch) -> None:
+def test_rollout_gets_every_rollout_setting(
+    tiny_model_dir, tmp_path, monkeypatch, doors_env_id
+) -> None:
     """Settings such as ``reply_prefix`` must reach the rollout ``aem train`` builds."""
     from aem_agent import rollout as rollout_module
     from aem_cli.train import train
@@ -134,8 +137,31 @@ def test_rollout_gets_every_rollout_setting(tiny_model_dir, tmp_path, monkeypatc
         raise Stop
 
     monkeypatch.setattr(rollout_module.MultiTurnRollout, "__init__", recording_init)
-    settings = load_settings(str(write_settings(tmp_path, "aemtest/Doors-v0", tiny_model_dir)))
+    settings = load_settings(str(write_settings(tmp_path, doors_env_id, tiny_model_dir)))
     settings.update(reply_prefix="<action>", output_dir=str(tmp_path / "out"), history_window=3)
+    settings["env_ray_address"] = "ray://head:10001"
     with pytest.raises(Stop):
         train(settings)
     assert seen["reply_prefix"] == "<action>" and seen["history_window"] == 3
+    assert seen["ray_address"] == "ray://head:10001"
+
+
+@pytest.mark.parametrize(
+    ("flags", "address"),
+    [([], None), (["--ray"], "local"), (["--ray", "ray://head:10001"], "ray://head:10001")],
+)
+def test_ray_flag_sets_where_the_envs_run(flags: list[str], address: str | None) -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.train import settings_from_args
+
+    args = build_parser().parse_args(["train", "a/B-v0", "--output-dir", "o", *flags])
+    assert settings_from_args(args).get("env_ray_address") == address
+
+
+def test_ray_flag_without_ray_installed_is_one_line_naming_the_extra(
+    tmp_path, capsys, monkeypatch, doors_env_id
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)
+    code = main(["train", doors_env_id, "--output-dir", str(tmp_path / "o"), "--ray"])
+    err = capsys.readouterr().err
+    assert code == 2 and "pip install 'aem[scale]'" in err and err.count("\n") == 1

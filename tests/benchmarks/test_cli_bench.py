@@ -9,10 +9,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
 from aem_cli.main import main
+from aem_envs import vector
+from aem_envs.wrappers import read_trajectory
+from benchmarks import episodes
 from benchmarks.episodes import read_record
 from tests.benchmarks.toy import ENV
 
@@ -65,6 +70,73 @@ def test_bad_input_is_one_line_error(argv, message, capsys, monkeypatch, tmp_pat
     assert main(["bench", *argv, *options]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def _without_times(value: Any) -> Any:
+    """``value`` with every timing field left out (they differ from run to run)."""
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if "time" not in k}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+@pytest.mark.ray
+def test_bench_with_ray_gives_the_same_results_and_trajectories(
+    ray_cluster: ModuleType,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    made: list[str] = []  # envs made in Ray actors
+
+    def make_ray_env(env_id: str, *args: Any, **kwargs: Any) -> Any:
+        made.append(env_id)
+        return vector.make_ray_env(env_id, *args, **kwargs)
+
+    monkeypatch.setattr(episodes, "make_ray_env", make_ray_env)
+    suite = tmp_path / "tiny.yaml"
+    entry = {"env": "aem/ALFWorld-v0", "split": "valid_unseen", "tasks": 2, "max_steps": 20}
+    raw = {"name": "tiny", "seeds": [0, 1], "policies": {"random": {"seed": 0}}, "envs": [entry]}
+    suite.write_text(json.dumps(raw))
+    runs = {}
+    for name, flags in (("here", []), ("ray", ["--ray"])):
+        out = tmp_path / name
+        argv = ["bench", "--suite", str(suite), "--policy", "expert", "--policy", "random"]
+        assert main([*argv, "--workers", "1", "--no-progress", "--out", str(out), *flags]) == 0
+        assert "played 8 episodes, reused 0, failed 0" in capsys.readouterr().out
+        assert len(made) == (0 if name == "here" else 2)  # one per policy, reused
+        runs[name] = json.loads((out / "results.json").read_text())
+        runs[name]["trajectories"] = [
+            read_trajectory(out / record["trajectory"]) for record in runs[name]["episodes"]
+        ]
+    here, there = runs["here"], runs["ray"]
+    assert there["settings"].pop("ray") == "local" and here["settings"].pop("ray") is None
+    for key in ("summary", "by_task_type", "episodes", "trajectories", "settings"):
+        assert _without_times(there[key]) == _without_times(here[key]), key
+    assert here["summary"][0]["success_rate"] == 100.0  # the expert, through the actors too
+    assert ray_cluster.is_initialized()  # the session's Ray: joined, not stopped
+
+
+def test_bench_ray_errors_are_one_line_naming_the_fix(tmp_path, monkeypatch, capsys) -> None:
+    """An unreachable address (in a fresh process: this one may be connected already) and
+    Ray not installed."""
+    suite = write_suite(tmp_path / "toy.yaml", tasks=1)
+    argv = ["bench", "--suite", str(suite), "--no-progress", "--out", str(tmp_path / "o")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "aem_cli", *argv, "--ray", "127.0.0.1:1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("aem: error: no Ray cluster answers at '127.0.0.1:1'")
+    assert "ray start --head" in proc.stderr and proc.stderr.count("\n") == 1
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main([*argv, "--ray"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install 'aem[scale]'" in err and err.count("\n") == 1
 
 
 @pytest.mark.slow

@@ -40,7 +40,8 @@ class AEMConfig(GRPOConfig, PromptSettings):
     r"""Settings of :class:`aem_agent.trainer.AEMGRPOTrainer`: all of ``GRPOConfig`` plus these.
 
     The prompt settings (``max_turns``, ``max_turn_tokens``, ``history_window``,
-    ``reply_prefix``) are :class:`aem_agent.prompts.PromptSettings`, which ``aem sft`` shares.
+    ``reply_prefix``, ``prompt_style``) are :class:`aem_agent.prompts.PromptSettings`, which
+    ``aem sft`` shares.
 
     Parameters:
         > AEM (``docs/aem.md``)
@@ -89,6 +90,11 @@ class AEMConfig(GRPOConfig, PromptSettings):
             Most new tokens the policy generates in one turn.
         history_window (`int`, *optional*, defaults to `2`):
             Earlier (observation, action) pairs shown in a step-layout prompt.
+        prompt_style (`Literal["full", "compact"]`, *optional*, defaults to `"full"`):
+            `"full"`: the published layout (task, history window, observation, admissible
+            actions, reply format with an example). `"compact"`: the same facts in a few lines,
+            with ALFWorld's memory of places searched instead of a history window (about a
+            third of the tokens; ``aem_agent/prompts.py``).
         rollout_layout (`Literal["step", "trajectory"]`, *optional*, defaults to `"step"`):
             `"step"`: one (prompt, reply) sample per turn, all steps of an episode sharing its
             advantage (verl-agent's layout, the paper's). `"trajectory"`: one sequence per

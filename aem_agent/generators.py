@@ -100,15 +100,19 @@ def model_generator(
 def trainer_generator(
     trainer: GRPOTrainer, tokenizer: PreTrainedTokenizerBase, max_new_tokens: int
 ) -> Generate:
-    """:func:`model_generator` on the trainer's current weights, unwrapped for generation."""
+    """:func:`model_generator` on the trainer's current weights, unwrapped for generation,
+    under the trainer's mixed precision (so a bf16 run samples as fast as it trains)."""
     from trl.models import unwrap_model_for_generation
 
     def generate(contexts: list[list[int]]) -> list[Generated]:
-        with unwrap_model_for_generation(
-            trainer.model_wrapped,
-            trainer.accelerator,
-            gather_deepspeed3_params=cast("GRPOConfig", trainer.args).ds3_gather_for_generation,
-        ) as model:
+        with (
+            unwrap_model_for_generation(
+                trainer.model_wrapped,
+                trainer.accelerator,
+                gather_deepspeed3_params=cast("GRPOConfig", trainer.args).ds3_gather_for_generation,
+            ) as model,
+            trainer.accelerator.autocast(),
+        ):
             sample = model_generator(
                 model, tokenizer, trainer.generation_config, max_new_tokens=max_new_tokens
             )

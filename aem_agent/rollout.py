@@ -41,7 +41,7 @@ from aem_agent.batches import LAYOUTS, Layout, trajectory_batch
 from aem_agent.episodes import Episode, EpisodeSpec, RolloutError, Turn
 from aem_agent.generators import Generate, Generated, trainer_generator, vllm_generator
 from aem_agent.policies.base import PolicyInput
-from aem_agent.prompts import build_messages, observation_prompt
+from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
 from aem_envs.vector import cluster, make_ray_env
 from aem_envs.wrappers import LLMActionWrapper, ReplyParser
@@ -93,6 +93,7 @@ class MultiTurnRollout:
         system_prompt: str | None = None,
         reply_prefix: str | None = None,
         ray_address: str | None = None,
+        prompt_style: PromptStyle = "full",
     ) -> None:
         if getattr(tokenizer, "chat_template", None) is None:
             raise RolloutError("the tokenizer has no chat template; use an instruct/chat model")
@@ -104,6 +105,7 @@ class MultiTurnRollout:
         self.max_turn_tokens = max_turn_tokens
         self.max_total_tokens = max_total_tokens
         self.history_window = history_window
+        self.prompt_style = prompt_style
         self.env_kwargs = dict(env_kwargs or {})
         self.parser = parser or ReplyParser()
         self.system_prompt = system_prompt
@@ -141,6 +143,7 @@ class MultiTurnRollout:
             workers=config.env_workers,
             reply_prefix=config.reply_prefix,
             ray_address=config.env_ray_address,
+            prompt_style=config.prompt_style,
         )
 
     # ------------------------------------------------------------------ TRL entry point
@@ -301,7 +304,9 @@ class MultiTurnRollout:
 
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0
-        return build_messages(inp, history_window=window, system_prompt=self.system_prompt)
+        return build_messages(
+            inp, history_window=window, system_prompt=self.system_prompt, style=self.prompt_style
+        )
 
     def _encode_messages(self, messages: list[dict[str, str]]) -> list[int]:
         encoded = self.tokenizer.apply_chat_template(

@@ -249,6 +249,7 @@ def prompt_layout(settings: SFTSettings) -> dict[str, Any]:
     """What ``aem-prompt.json`` holds: the prompt settings a policy must reuse."""
     return {
         "history_window": settings.history_window,
+        "prompt_style": settings.prompt_style,
         "reply_prefix": settings.reply_prefix or "",
         "system_prompt": settings.system_prompt,
         "layout": settings.layout,
@@ -290,6 +291,7 @@ def run_sft(settings: SFTSettings) -> SFTResult:
         workers=1,
         system_prompt=settings.system_prompt,
         reply_prefix=settings.reply_prefix,
+        prompt_style=settings.prompt_style,
     )
     try:
         episodes = expert_episodes(rollout, settings)
@@ -348,6 +350,8 @@ def build_sft_trainer(
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
+    from aem_agent.models import cpu_bf16_supported
+
     cpu = not torch.cuda.is_available()
     config = SFTConfig(
         output_dir=str(settings.output_dir),
@@ -365,7 +369,7 @@ def build_sft_trainer(
         save_total_limit=2,
         report_to="none",
         use_cpu=cpu,
-        bf16=not cpu,
+        bf16=not cpu or cpu_bf16_supported(),
         gradient_checkpointing=False,  # small models: recomputing costs more than it saves
         lr_scheduler_type="cosine",
         warmup_steps=0.05,

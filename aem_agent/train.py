@@ -104,8 +104,11 @@ def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]
     if "output_dir" not in values:
         raise ConfigError("no output_dir: pass --output-dir or set output_dir in the config")
     if not torch.cuda.is_available():
+        from aem_agent.models import cpu_bf16_supported
+
         values.setdefault("use_cpu", True)
-        values.setdefault("bf16", False)
+        # bf16 autocast where the CPU multiplies bf16 natively (twice float32's speed there)
+        values.setdefault("bf16", cpu_bf16_supported())
         # CPU defaults: LoRA (a fraction of the optimizer state and gradient work) and no
         # gradient checkpointing (it recomputes every forward; memory is not the limit here).
         values.setdefault("use_peft", True)
@@ -129,16 +132,18 @@ def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]
 
 
 def resolve_model(spec: str) -> Path:
-    """``smollm2`` → the converted bundled checkpoint; anything else must be a local directory."""
-    if spec == "smollm2":
-        from aem_agent.models import smollm2_checkpoint
+    """A bundled model's name (``smollm2``, ``aem-ref``) → its checkpoint, built on first use;
+    anything else must be a local checkpoint directory."""
+    from aem_agent.models import BUNDLED_MODELS
 
-        return smollm2_checkpoint()
+    if spec in BUNDLED_MODELS:
+        return BUNDLED_MODELS[spec]()
     path = Path(spec).expanduser()
     if not (path / "config.json").is_file():
         raise DataError(
             f"model {spec!r} is not a checkpoint directory (no config.json there); give "
-            "'smollm2' or the path of a local Hugging Face checkpoint"
+            f"{' or '.join(map(repr, BUNDLED_MODELS))} or the path of a local Hugging Face "
+            "checkpoint"
         )
     return path
 
@@ -182,6 +187,7 @@ def prompt_layout(config: AEMConfig) -> dict[str, Any]:
     """The prompt settings a trained model must be played with (``aem-prompt.json``)."""
     return {
         "history_window": config.history_window,
+        "prompt_style": config.prompt_style,
         "reply_prefix": config.reply_prefix or "",
         "max_turn_tokens": config.max_turn_tokens,
         "layout": config.rollout_layout,

@@ -37,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="append",
         dest="policies",
         metavar="SPEC",
-        help="expert, random, smollm2, hf:<path>, openai:<model>@<base_url>; repeatable "
+        help="expert, random, smollm2, aem-ref, hf:<path>, openai:<model>@<base_url>; repeatable "
         "(default: expert)",
     )
     parser.add_argument(
@@ -70,9 +70,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("b", type=Path, help="run folder or results.json (after)")
     compare.set_defaults(func=run_compare)
 
+    from benchmarks.perf.table import MODULES as PERF_MODULES
+
     perf = commands.add_parser("perf", help="measure env and trainer speed; write one table")
     perf.add_argument("--quick", action="store_true", help="short measurements (CI)")
     perf.add_argument("--out", type=Path, default=DEFAULT_OUT / "perf", help="output folder")
+    perf.add_argument(
+        "--only",
+        action="append",
+        choices=PERF_MODULES,
+        metavar="NAME",
+        help=f"measure only this benchmark (repeatable): {', '.join(PERF_MODULES)}",
+    )
     perf.set_defaults(func=run_perf)
 
     learning = commands.add_parser(
@@ -161,7 +170,7 @@ def run_compare(args: argparse.Namespace) -> int:
 def run_perf(args: argparse.Namespace) -> int:
     from benchmarks.perf.table import write_table
 
-    paths = write_table(args.out, quick=args.quick)
+    paths = write_table(args.out, quick=args.quick, modules=args.only)
     print(paths["markdown"].read_text(encoding="utf-8"), end="")
     print(f"table: {paths['markdown']}\n       {paths['json']}")
     return 0

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from aem_agent.batches import LAYOUTS
+    from aem_agent.prompts import PROMPT_STYLES
     from aem_agent.sft import TRAIN_SPLIT, SFTSettings
 
     defaults = SFTSettings(env_ids=(), output_dir="")
@@ -60,6 +61,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         default=defaults.history_window,
         help="recent steps shown in each prompt (as in aem train)",
+    )
+    parser.add_argument(
+        "--prompt-style",
+        choices=PROMPT_STYLES,
+        default=defaults.prompt_style,
+        help="prompt layout: full (default) or compact (a few lines, for small models)",
     )
     parser.add_argument(
         "--reply-prefix",
@@ -120,6 +127,7 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
         learning_rate=args.lr,
         layout=args.layout,
         history_window=args.history_window,
+        prompt_style=args.prompt_style,
         reply_prefix=args.reply_prefix,
         explore=args.explore,
         max_turns=args.max_turns,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
-from aem_agent.prompts import build_messages, read_prompt_layout
+from aem_agent.prompts import PromptStyle, build_messages, read_prompt_layout
 from aem_envs.core.errors import DataError, require
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class HFPolicy(Policy):
     (:class:`aem_agent.rollout.MultiTurnRollout`), so a trained model is benchmarked as it
     was trained. A checkpoint written by ``aem train`` or ``aem sft`` carries the prompt
     settings it was trained with (``aem-prompt.json``): history window, reply prefix, system
-    prompt and new tokens per turn left unset here are taken from it.
+    prompt, prompt style and new tokens per turn left unset here are taken from it.
     """
 
     name = "hf"
@@ -56,6 +56,7 @@ class HFPolicy(Policy):
         history_window: int | None = None,
         system_prompt: str | None = None,
         reply_prefix: str | None = None,
+        prompt_style: PromptStyle | None = None,
     ) -> None:
         torch = require("agent", "torch", feature="local model policies")
         transformers = require("agent", "transformers", feature="local model policies")
@@ -92,6 +93,7 @@ class HFPolicy(Policy):
             history_window=_first(history_window, trained.get("history_window"), 5),
             system_prompt=_first(system_prompt, trained.get("system_prompt"), None),
             reply_prefix=_first(reply_prefix, trained.get("reply_prefix"), ""),
+            prompt_style=_first(prompt_style, trained.get("prompt_style"), "full"),
         )
 
     @classmethod
@@ -120,6 +122,7 @@ class HFPolicy(Policy):
         history_window: int = 5,
         system_prompt: str | None = None,
         reply_prefix: str = "",
+        prompt_style: PromptStyle = "full",
     ) -> None:
         if not tokenizer.chat_template:
             raise DataError(
@@ -135,7 +138,7 @@ class HFPolicy(Policy):
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
         self.seed, self.batch_size = seed, batch_size
         self.history_window, self.system_prompt = history_window, system_prompt
-        self.reply_prefix = reply_prefix
+        self.reply_prefix, self.prompt_style = reply_prefix, prompt_style
         self.eos_ids = _eos_ids(model, tokenizer)
         pad = tokenizer.pad_token_id
         self.pad_id = int(pad) if pad is not None else self.eos_ids[0]
@@ -145,7 +148,10 @@ class HFPolicy(Policy):
     def prompt_ids(self, inp: PolicyInput) -> list[int]:
         """Token ids of the chat prompt for ``inp``, through the reply header and prefix."""
         messages = build_messages(
-            inp, history_window=self.history_window, system_prompt=self.system_prompt
+            inp,
+            history_window=self.history_window,
+            system_prompt=self.system_prompt,
+            style=self.prompt_style,
         )
         text = cast(  # tokenize=False: the prompt text
             "str",

@@ -15,6 +15,7 @@ SPEC_FORMS = (
     "expert",
     "random",
     "smollm2",
+    "aem-ref",
     "hf:<checkpoint directory>",
     "openai:<model>@<base url>",
 )
@@ -30,9 +31,11 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
     """The policy named by ``spec``; ``kwargs`` go to its constructor.
 
     Forms: ``expert`` and ``random`` (the env's own agents), ``smollm2`` (the bundled model,
-    converted on first use), ``hf:<path>`` (a local checkpoint directory, e.g. one written by
-    ``aem train``), ``openai:<model>@<base url>`` (an OpenAI-compatible server such as vLLM,
-    e.g. ``openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1``).
+    converted on first use), ``aem-ref`` (the bundled reference agent, SmolLM2 with its
+    trained adapter: ``aem_agent/reference/README.md``), ``hf:<path>`` (a local checkpoint
+    directory, e.g. one written by ``aem train``), ``openai:<model>@<base url>`` (an
+    OpenAI-compatible server such as vLLM, e.g.
+    ``openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1``).
     """
     if spec == "expert":
         return ExpertPolicy(**kwargs)
@@ -41,6 +44,10 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
     if spec == "smollm2":
         # The 135M model rarely opens the reply format by itself; starting it does the rest.
         return HFPolicy(None, **{"reply_prefix": SMOLLM2_REPLY_PREFIX, **kwargs})
+    if spec == "aem-ref":
+        from aem_agent.models import reference_checkpoint
+
+        return HFPolicy(reference_checkpoint(), **kwargs)
     if spec.startswith("hf:") and spec[3:]:
         return HFPolicy(spec[3:], **kwargs)
     match = _OPENAI.match(spec)

@@ -45,7 +45,7 @@ def _parsed(problem: str) -> tuple[Layout, State]:
 
 
 @lru_cache(maxsize=4)
-def _train_prior(root: Path | None) -> expert_lib.SearchPrior:
+def train_prior(root: Path | None) -> expert_lib.SearchPrior:
     """The searching expert's order, counted once per process over a source's train split.
 
     Why not per env: every env of a vector env (and every reset of a fresh one) would parse
@@ -230,7 +230,7 @@ class ALFWorldEnv(TextEnv):
 
     def _prior(self) -> expert_lib.SearchPrior:
         """The searching expert's order over this source's train split (cached per process)."""
-        return _train_prior(self._root)
+        return train_prior(self._root)
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:

@@ -154,7 +154,8 @@ def search_action(game: NativeGame, history: Sequence[str], prior: SearchPrior) 
         return _search(lay, st, seen, prior, lamps, set(), use=True)
     dests = sorted(r for r in lay.receptacles if lay.rtype.get(r) == goal.recep.lower() + "type")
     placed = {r: {o for o, where in st.in_recep if where == r and o in targets} for r in dests}
-    dest = max(dests, key=lambda r: (len(placed[r]), -dests.index(r)))
+    # the destination a student can name from its own context: first by name (drawer 1)
+    dest = min(dests, key=lambda r: (-len(placed[r]), _natural(lay.names[r])))
     if st.held is None:
         return _search(lay, st, seen, prior, targets, placed[dest])
     return _carry(lay, st, goal.task_type, targets, dest)

@@ -46,6 +46,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 
     ensure_env(config.env_id)
     window = int(config.train.get("history_window", 5))
+    style = config.train.get("prompt_style", "full")
     env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
     rng = random.Random(seed)
     texts: list[str] = []
@@ -56,7 +57,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
             for _ in range(int(config.train.get("max_turns", 50))):
                 actions = info["admissible_actions"] or []
                 inp = PolicyInput(config.env_id, info["instruction"], obs, history, actions)
-                messages = build_messages(inp, history_window=window)
+                messages = build_messages(inp, history_window=window, style=style)
                 texts.append("\n".join(m["content"] for m in messages))
                 if not actions:
                     break

@@ -105,7 +105,7 @@ def test_loading_a_scripted_policy_does_not_import_torch() -> None:
 # ---------------------------------------------------------------- load_policy specs
 def test_unknown_spec_lists_the_forms() -> None:
     for spec in ("gpt", "hf:", "openai:model-without-url", "openai:m@localhost:8000"):
-        with pytest.raises(AEMError, match=r"expert, random, smollm2, hf:.*openai:"):
+        with pytest.raises(AEMError, match=r"expert, random, smollm2, aem-ref, hf:.*openai:"):
             load_policy(spec)
 
 

@@ -117,3 +117,41 @@ def test_prompts_import_on_their_own() -> None:
     code = "import aem_agent.prompts, aem_agent.policies; print('ok')"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+@pytest.mark.parametrize("env_id", ["aem/ALFWorld-v0", "aem/WebShop-v0", "aem/SWE-v0"])
+def test_compact_prompt_is_shorter_and_keeps_task_observation_and_actions(env_id: str) -> None:
+    inp = _input(env_id, steps=3, admissible_actions=["open drawer 1", "go to shelf 1"])
+    full = _user(inp, history_window=2)
+    compact = _user(inp, history_window=2, style="compact")
+    assert len(compact) < len(full) / 2
+    assert f"Task: {inp.instruction}" in compact
+    assert "open drawer 1" in compact
+    assert "Did: action number 3" in compact and "Did: action number 1" not in compact
+    system = build_messages(inp, style="compact")[0]["content"]
+    assert "<action>" in system
+
+
+def test_compact_alfworld_prompt_states_the_memory_instead_of_places() -> None:
+    inp = PolicyInput(
+        env_id="aem/ALFWorld-v0",
+        instruction="put a mug in shelf",
+        observation="You arrive at drawer 1. The drawer 1 is open. In it, you see a pen 1.",
+        history=[
+            (
+                "You are in the middle of a room. Looking quickly around you, you see a "
+                "drawer 1, and a shelf 1.",
+                "go to drawer 1",
+            )
+        ],
+        admissible_actions=["go to shelf 1", "take pen 1 from drawer 1", "look"],
+    )
+    user = _user(inp, history_window=1, style="compact")
+    assert "Searched: drawer 1 (pen 1)." in user
+    assert "Not searched yet (likely first): shelf 1." in user
+    assert "Actions: take pen 1 from drawer 1" in user and "go to shelf 1 |" not in user
+
+
+def test_unknown_prompt_style_is_one_clear_error() -> None:
+    with pytest.raises(AEMError, match="prompt style 'tiny' is unknown"):
+        build_messages(_input(), style="tiny")  # type: ignore[arg-type]

@@ -78,3 +78,14 @@ def test_perf_modules_share_one_command_line(capsys) -> None:
     out = capsys.readouterr().out
     assert calls == [True]
     assert "| demo | step p50 | 2 | 10 | 5 | ms | side by side |" in out
+
+
+def test_cli_only_measures_the_named_benchmarks(tmp_path, monkeypatch, capsys) -> None:
+    asked: list = []
+    monkeypatch.setattr(table, "collect", lambda quick, **kw: asked.append(kw["modules"]) or [])
+    out = str(tmp_path)
+    assert main(["bench", "perf", "--only", "train_step", "--only", "swe", "--out", out]) == 0
+    assert asked == [["train_step", "swe"]]
+    with pytest.raises(SystemExit):
+        main(["bench", "perf", "--only", "nosuch", "--out", str(tmp_path)])
+    assert "invalid choice: 'nosuch'" in capsys.readouterr().err

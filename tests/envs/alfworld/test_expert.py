@@ -110,14 +110,14 @@ def test_env_expert_keyword() -> None:
 def test_the_train_prior_is_counted_once_per_process_without_flushing_the_game_cache() -> None:
     from aem_envs.alfworld import env as env_module
 
-    env_module._train_prior.cache_clear()
+    env_module.train_prior.cache_clear()
     first, second = ALFWorldEnv(expert="search"), ALFWorldEnv(expert="search")
     try:
         first.reset(seed=0)
         cached = env_module._parsed.cache_info().currsize
         prior = first._prior()
         assert env_module._parsed.cache_info().currsize == cached  # counted past the cache
-        assert second._prior() is prior and env_module._train_prior.cache_info().misses == 1
+        assert second._prior() is prior and env_module.train_prior.cache_info().misses == 1
         assert prior == _train_prior()
     finally:
         first.close()

@@ -38,7 +38,7 @@ from typing import Any
 
 from aem_agent.batches import LAYOUTS, Layout
 from aem_agent.metrics import MetricsWriter
-from aem_agent.prompts import PROMPT_FILE, PromptSettings, write_prompt_layout
+from aem_agent.prompts import PROMPT_FILE, PromptSettings, format_reply, write_prompt_layout
 from aem_agent.train import (
     ADAPTER_DIR,
     METRICS_FILE,
@@ -87,9 +87,8 @@ class SFTSettings(PromptSettings):
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
-    #: Samples per forward. Small because the logits dominate memory: 8 rows of ~870 tokens
-    #: × SmolLM2's 49,152-word vocabulary peaked at 23.6 GB RSS on CPU, 2 × 4 accumulated
-    #: (the same optimizer batch of 8, the same loss) at 7.5 GB.
+    #: Samples per forward; the logits dominate memory (8 rows of ~870 tokens peaked at 23.6 GB
+    #: on CPU, 2 × 4 accumulated at 7.5 GB: the same batch and loss).
     batch_size: int = 2
     gradient_accumulation_steps: int = 4
     max_steps: int = -1
@@ -121,8 +120,6 @@ def expert_reply(action: str, think: str | None = None) -> str:
     Why no think by default: the expert has no reasoning to show, and a made-up fixed one
     would only teach the model to copy it.
     """
-    from aem_agent.prompts import format_reply
-
     return f"<action>{action}</action>" if think is None else format_reply(action, think)
 
 

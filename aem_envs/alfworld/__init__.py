@@ -21,6 +21,10 @@ Engine modules:
 - :mod:`~aem_envs.alfworld.native` — the fast path: ALFRED's text semantics in plain Python.
 - :mod:`~aem_envs.alfworld.upstream` — the upstream engine (textworld ``PddlEnv`` + Fast
   Downward), the oracle.
+
+For agents: :mod:`~aem_envs.alfworld.memory` — what an agent has learnt of the room from the
+episode's text (places searched, places left, what it holds), the memory lines of
+``aem_agent.prompts``' compact style.
 """
 
 from aem_envs.alfworld.env import ALFWorldEnv

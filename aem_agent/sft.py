@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from aem_agent.batches import LAYOUTS, Layout
+from aem_agent.demonstrations import expert_reply, expert_teacher, explorer, oversample_rare, verb
 from aem_agent.metrics import MetricsWriter
-from aem_agent.prompts import PROMPT_FILE, PromptSettings, format_reply, write_prompt_layout
+from aem_agent.prompts import PROMPT_FILE, PromptSettings, write_prompt_layout
 from aem_agent.train import (
     ADAPTER_DIR,
     METRICS_FILE,
@@ -84,6 +85,12 @@ class SFTSettings(PromptSettings):
     split: str = TRAIN_SPLIT
     seed: int = 0
     full: bool = False
+    #: Repeat each step sample whose action verb (``take``, ``open``...) is rarer than the most
+    #: common one up to this many times (1: off): see :func:`oversample_rare`.
+    oversample: int = 1
+    #: A LoRA adapter directory to go on training (e.g. an earlier run's ``adapter/``) instead
+    #: of a new adapter; the result is still one adapter over ``model``.
+    init_adapter: str | None = None
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
@@ -114,47 +121,6 @@ class SFTResult:
     train_loss: float | None
 
 
-def expert_reply(action: str, think: str | None = None) -> str:
-    """The reply the expert would write: ``<action>a</action>``, or with a fixed think first.
-
-    Why no think by default: the expert has no reasoning to show, and a made-up fixed one
-    would only teach the model to copy it.
-    """
-    return f"<action>{action}</action>" if think is None else format_reply(action, think)
-
-
-def expert_teacher(think: str | None = None) -> Any:
-    """A :data:`aem_agent.rollout.Teacher` replying with the env's ``expert_action()``."""
-
-    def teach(env: Any) -> str:
-        return expert_reply(env.get_wrapper_attr("expert_action")(), think)
-
-    return teach
-
-
-def explorer(share: float, seed: int, think: str | None = None) -> Any:
-    """A :data:`aem_agent.rollout.Behaviour` that plays a random other admissible action on a
-    ``share`` of turns (DART-style noise), the expert's label on the rest.
-
-    Why: the expert plans from the true state, so its own episodes never show a wrong
-    receptacle, a wrong object or a repeated move; a student trained on them alone takes
-    whatever it finds and loops (measured on valid_unseen: 2.9 % invalid actions, 0 wins).
-    Off-path states labelled with the expert's recovery are what it needs to see.
-    """
-    import random
-
-    rng = random.Random(seed)
-
-    def behave(env: Any, label: str) -> str:
-        actions = env.get_wrapper_attr("admissible_actions") or []
-        others = [a for a in actions if f"<action>{a}</action>" not in label]
-        if others and rng.random() < share:
-            return expert_reply(rng.choice(others), think)
-        return label
-
-    return behave
-
-
 def check_settings(settings: SFTSettings) -> None:
     """Fail in one line before anything is loaded: split, layout, sizes, output directory."""
     if settings.split != TRAIN_SPLIT:
@@ -171,6 +137,16 @@ def check_settings(settings: SFTSettings) -> None:
             f"need episodes >= 1, epochs > 0, history_window >= 0; got {settings.episodes}, "
             f"{settings.epochs}, {settings.history_window}"
         )
+    adapter = settings.init_adapter
+    if adapter is not None and (
+        settings.full or not (Path(adapter) / "adapter_config.json").exists()
+    ):
+        raise SFTError(
+            f"init_adapter={settings.init_adapter!r} must be a LoRA adapter directory (with "
+            "adapter_config.json, e.g. an earlier run's adapter/) and needs LoRA, not --full"
+        )
+    if settings.oversample < 1:
+        raise SFTError(f"oversample={settings.oversample}: give 1 (off) or more")
     if not 0.0 <= settings.explore < 1.0:
         raise SFTError(f"explore={settings.explore}: give a share of turns in [0, 1)")
     if settings.explore and settings.layout != "step":
@@ -301,6 +277,12 @@ def run_sft(settings: SFTSettings) -> SFTResult:
             "nothing to imitate"
         )
     samples = sft_samples(won, settings.layout)
+    if settings.oversample > 1 and settings.layout == "step":
+        labels = [
+            tokenizer.decode(t.reply.ids, skip_special_tokens=True) for e in won for t in e.turns
+        ]
+        verbs = [verb(label) for label in labels]
+        samples = oversample_rare(samples, verbs, settings.oversample)
     reply_tokens = sum(sum(row["completion_mask"]) for row in samples)
 
     if settings.overwrite and not settings.resume:
@@ -373,8 +355,14 @@ def build_sft_trainer(
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
-    peft_config = None
-    if not settings.full:
+    peft_config, model = None, str(model_dir)
+    if settings.init_adapter:
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        base = AutoModelForCausalLM.from_pretrained(model_dir)
+        model = PeftModel.from_pretrained(base, settings.init_adapter, is_trainable=True)
+    elif not settings.full:
         from aem_envs.core.errors import require
 
         peft = require("agent", "peft", feature="LoRA fine-tuning (aem sft without --full)")
@@ -386,7 +374,7 @@ def build_sft_trainer(
             task_type="CAUSAL_LM",
         )
     return SFTTrainer(
-        model=str(model_dir),
+        model=model,
         args=config,
         train_dataset=Dataset.from_list(samples),
         processing_class=tokenizer,

@@ -95,6 +95,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help=f"task split of the expert episodes; only {TRAIN_SPLIT!r} is accepted",
     )
     parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
+    parser.add_argument(
+        "--oversample",
+        type=int,
+        default=defaults.oversample,
+        help="repeat samples of actions rarer than the commonest (take vs go to) up to N times",
+    )
+    parser.add_argument(
+        "--init-adapter", help="go on training this LoRA adapter directory instead of a new one"
+    )
     parser.add_argument("--lora-r", type=int, default=defaults.lora_r, help="LoRA rank")
     parser.add_argument("--lora-alpha", type=int, default=defaults.lora_alpha, help="LoRA alpha")
     parser.add_argument(
@@ -135,6 +144,8 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
         split=args.split,
         seed=args.seed,
         full=args.full,
+        oversample=args.oversample,
+        init_adapter=args.init_adapter,
         lora_r=args.lora_r,
         lora_alpha=args.lora_alpha,
         batch_size=args.batch_size,

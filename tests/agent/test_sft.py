@@ -18,6 +18,7 @@ from aem_agent.sft import (
     SFTSettings,
     check_settings,
     expert_episodes,
+    oversample_rare,
     run_sft,
     sft_samples,
 )
@@ -143,6 +144,7 @@ def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
         "history_window": 2,
         "reply_prefix": "<action>",
         "max_turn_tokens": 16,
+        "prompt_style": "full",
     }
     assert valid_share(out, doors_env_id) >= 0.8  # played with the prompts it was trained on
 
@@ -165,3 +167,37 @@ def test_bad_runs_stop_with_one_line(tiny_model_dir, tmp_path, doors_env_id, cap
         check_settings(settings(tmp_path, doors_env_id, tiny_model_dir))
     code = main(["sft", doors_env_id, "--output-dir", str(out), "--split", "test"])
     assert code == 2 and "train" in capsys.readouterr().err
+
+
+def test_rare_actions_are_repeated_up_to_the_cap() -> None:
+    samples = ["go1", "go2", "go3", "go4", "take", "open1", "open2"]
+    verbs = ["go", "go", "go", "go", "take", "open", "open"]
+    assert oversample_rare(samples, verbs, 3) == [
+        "go1", "go2", "go3", "go4", "take", "take", "take",
+        "open1", "open1", "open2", "open2",
+    ]  # fmt: skip
+    assert oversample_rare(samples, verbs, 1) == samples
+
+
+def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors_env_id) -> None:
+    from safetensors.torch import load_file
+
+    first = run_sft(settings(tmp_path / "a", doors_env_id, tiny_model_dir, max_steps=2))
+    again = settings(
+        tmp_path / "b",
+        doors_env_id,
+        tiny_model_dir,
+        max_steps=2,
+        init_adapter=str(first.adapter_dir),
+        oversample=3,
+    )
+    second = run_sft(again)
+    before = load_file(first.adapter_dir / "adapter_model.safetensors")
+    after = load_file(second.adapter_dir / "adapter_model.safetensors")
+    assert before.keys() == after.keys()
+    for name, weight in before.items():
+        # continued from the first adapter: close to it, not a fresh random initialisation
+        assert (after[name] - weight).abs().max() < 0.1 * weight.abs().max() + 1e-3, name
+    assert any(not after[n].equal(w) for n, w in before.items())  # and trained further
+    with pytest.raises(SFTError, match="init_adapter"):
+        check_settings(settings(tmp_path / "c", doors_env_id, tiny_model_dir, init_adapter="x"))

@@ -217,9 +217,10 @@ def compact_user_prompt(inp: PolicyInput, *, history_window: int = 1) -> str:
     Why: a small model pays for every prompt token three times in an RL step (sampling, the
     old-policy and the training forward) and learns from a few hundred examples only what the
     prompt makes plain. Where an env family has a memory (ALFWorld:
-    :func:`aem_envs.alfworld.memory.memory_lines`), its lines replace the history window,
-    which would forget where the agent has been; otherwise the last ``history_window``
-    actions are listed with their observations clipped short.
+    :func:`aem_envs.alfworld.memory.memory_lines`), its lines state what the agent has seen
+    over the whole episode, which a window of recent steps would forget. The last
+    ``history_window`` actions are listed (``Did: ...``) without their observations, and the
+    current observation is clipped to :data:`COMPACT_OBSERVATION_CHARS`.
     """
     family = env_family(inp.env_id)
     lines = [f"Task: {inp.instruction}"]

@@ -8,6 +8,7 @@ Why apart from :mod:`aem_agent.sft`: these decide *what* the student sees; the r
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,13 +62,11 @@ def oversample_rare(samples: list[Any], verbs: Sequence[str], most: int) -> list
     ``go to``, with one ``take`` when the target is in sight); a student trained on them as
     they come went on searching past the object it was sent for.
     """
-    counts: dict[str, int] = {}
-    for verb in verbs:
-        counts[verb] = counts.get(verb, 0) + 1
+    counts = Counter(verbs)
     top = max(counts.values(), default=1)
     out = []
-    for sample, verb in zip(samples, verbs, strict=True):
-        out += [sample] * min(most, max(1, round(top / counts[verb])))
+    for sample, kind in zip(samples, verbs, strict=True):
+        out += [sample] * min(most, max(1, round(top / counts[kind])))
     return out
 
 

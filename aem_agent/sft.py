@@ -278,10 +278,8 @@ def run_sft(settings: SFTSettings) -> SFTResult:
         )
     samples = sft_samples(won, settings.layout)
     if settings.oversample > 1 and settings.layout == "step":
-        labels = [
-            tokenizer.decode(t.reply.ids, skip_special_tokens=True) for e in won for t in e.turns
-        ]
-        verbs = [verb(label) for label in labels]
+        replies = [t.reply.ids for e in won for t in e.turns]
+        verbs = [verb(str(tokenizer.decode(ids, skip_special_tokens=True))) for ids in replies]
         samples = oversample_rare(samples, verbs, settings.oversample)
     reply_tokens = sum(sum(row["completion_mask"]) for row in samples)
 
@@ -355,7 +353,8 @@ def build_sft_trainer(
         dataloader_num_workers=0,
         disable_tqdm=True,
     )
-    peft_config, model = None, str(model_dir)
+    peft_config = None
+    model: Any = str(model_dir)  # a path, or the PEFT model of an adapter trained on
     if settings.init_adapter:
         from peft import PeftModel
         from transformers import AutoModelForCausalLM

@@ -145,6 +145,7 @@ def _build_once(target: Path, build: Callable[[Path], None], what: str) -> Path:
 def _merge_adapter(base: Path, adapter: Path, out: Path) -> None:
     """``base`` with the LoRA ``adapter`` merged in, saved to ``out`` with the adapter's
     prompt settings (``aem-prompt.json``) and a :data:`MARKER` naming both."""
+    from aem_agent.prompts import PROMPT_FILE
     from aem_envs.core.errors import require
 
     torch = require("agent", "torch", feature="the bundled reference agent")
@@ -154,7 +155,7 @@ def _merge_adapter(base: Path, adapter: Path, out: Path) -> None:
     merged = peft.PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
     merged.save_pretrained(out)
     transformers.AutoTokenizer.from_pretrained(base).save_pretrained(out)
-    shutil.copy2(adapter / "aem-prompt.json", out / "aem-prompt.json")
+    shutil.copy2(adapter / PROMPT_FILE, out / PROMPT_FILE)
     marker = {"base": str(base), "adapter": str(adapter)}
     (out / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
 

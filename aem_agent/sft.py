@@ -145,8 +145,11 @@ def check_settings(settings: SFTSettings) -> None:
             f"init_adapter={settings.init_adapter!r} must be a LoRA adapter directory (with "
             "adapter_config.json, e.g. an earlier run's adapter/) and needs LoRA, not --full"
         )
-    if settings.oversample < 1:
-        raise SFTError(f"oversample={settings.oversample}: give 1 (off) or more")
+    if settings.oversample < 1 or (settings.oversample > 1 and settings.layout != "step"):
+        raise SFTError(
+            f"oversample={settings.oversample}: give 1 (off) or more; it repeats step samples, "
+            "so it needs layout='step'"
+        )
     if not 0.0 <= settings.explore < 1.0:
         raise SFTError(f"explore={settings.explore}: give a share of turns in [0, 1)")
     if settings.explore and settings.layout != "step":
@@ -277,7 +280,7 @@ def run_sft(settings: SFTSettings) -> SFTResult:
             "nothing to imitate"
         )
     samples = sft_samples(won, settings.layout)
-    if settings.oversample > 1 and settings.layout == "step":
+    if settings.oversample > 1:
         replies = [t.reply.ids for e in won for t in e.turns]
         verbs = [verb(str(tokenizer.decode(ids, skip_special_tokens=True))) for ids in replies]
         samples = oversample_rare(samples, verbs, settings.oversample)

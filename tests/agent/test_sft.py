@@ -199,5 +199,11 @@ def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors
         # continued from the first adapter: close to it, not a fresh random initialisation
         assert (after[name] - weight).abs().max() < 0.1 * weight.abs().max() + 1e-3, name
     assert any(not after[n].equal(w) for n, w in before.items())  # and trained further
+    with pytest.raises(SFTError, match="layout='step'"):
+        check_settings(
+            settings(
+                tmp_path / "c", doors_env_id, tiny_model_dir, oversample=2, layout="trajectory"
+            )
+        )
     with pytest.raises(SFTError, match="init_adapter"):
         check_settings(settings(tmp_path / "c", doors_env_id, tiny_model_dir, init_adapter="x"))

@@ -11,8 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from types import ModuleType
+from typing import Any
 
 import psutil
 import pytest
@@ -153,6 +155,25 @@ def ray_cluster(ray_head: ModuleType) -> Iterator[ModuleType]:
     workers = [p for p in ray_processes() if _is_env_actor(p)]
     left = wait_gone(workers)
     assert not left, f"env actors left after the test: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def kill_actor(ray_cluster: ModuleType) -> Callable[[Any], None]:
+    """Kill an actor and wait until it refuses calls: ``ray.kill`` only asks the cluster, so a
+    call made right after it may still be served, racing the failure under test."""
+
+    def kill(actor: Any) -> None:
+        ray_cluster.kill(actor)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                ray_cluster.get(actor.describe.remote(), timeout=10)
+            except ray_cluster.exceptions.RayActorError:
+                return
+            time.sleep(0.1)
+        raise AssertionError("the killed actor still answers after 60 s")
+
+    return kill
 
 
 def _is_env_actor(process: psutil.Process) -> bool:

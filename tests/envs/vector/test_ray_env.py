@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -47,13 +48,13 @@ def test_an_episode_equals_the_local_envs(ray_cluster: ModuleType) -> None:
 
 
 def test_a_killed_actor_fails_the_step_and_the_next_reset_starts_a_fresh_one(
-    ray_cluster: ModuleType,
+    kill_actor: Callable[[Any], None],
 ) -> None:
     env = make_ray_env("aem/ALFWorld-v0")
     try:
         first, _ = env.reset(seed=1)
         killed = env.actor
-        ray_cluster.kill(killed)
+        kill_actor(killed)
         with pytest.raises(RayActorFailed, match="step failed in the Ray actor of aem/ALFWorld"):
             env.step("look")
         assert env.actor is None

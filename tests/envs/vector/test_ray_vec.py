@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -87,14 +88,14 @@ def test_a_seeded_run_equals_the_async_vector_env(ray_cluster: ModuleType, env_i
 
 
 def test_a_killed_actor_is_replaced_and_its_episode_reported_failed(
-    ray_cluster: ModuleType,
+    kill_actor: Callable[[Any], None],
 ) -> None:
     env = make_ray_vec("aem/ALFWorld-v0", 2)
     try:
         obs, infos = env.reset(seed=1)
         obs, *_, infos = env.step(("look", "look"))
         killed = env.actors[0]
-        ray_cluster.kill(killed)
+        kill_actor(killed)
         after, rewards, terminated, truncated, infos = env.step(("look", "look"))
         assert env.actors[0] is not killed
         assert truncated.tolist() == [True, False] and not terminated.any()

@@ -35,6 +35,7 @@ from trl import GRPOTrainer
 from aem_agent import steps
 from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
+from aem_agent.head import reply_positions_only
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,
@@ -133,7 +134,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         if capture:
             kwargs["compute_entropy"] = True
             self._aem_capture = False
-        logps, entropies, aux = super()._get_per_token_logps_and_entropies(model, *args, **kwargs)
+        with reply_positions_only(self.accelerator.device):
+            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, *args, **kwargs
+            )
         if capture:
             self._aem_captured = entropies
             entropies = None

@@ -70,3 +70,13 @@ def test_every_batch_key_trl_emits_is_known_to_the_step_layout() -> None:
 def test_the_overrides_still_override_something(name: str) -> None:
     assert getattr(AEMGRPOTrainer, name) is not getattr(GRPOTrainer, name)
     assert hasattr(GRPOTrainer, name)
+
+
+def test_the_fused_head_reads_the_compact_predicate_by_module_name() -> None:
+    """``aem_agent.head`` swaps ``trl.trainer.utils._use_triton`` to score reply positions only."""
+    from trl.trainer import utils as trl_utils
+
+    assert callable(trl_utils._use_triton)
+    assert "compact = _use_triton(hidden_states.device)" in inspect.getsource(
+        trl_utils.add_fused_lm_head
+    )

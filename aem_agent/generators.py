@@ -8,7 +8,8 @@ current weights, TRL's vLLM backend) is chosen by the caller, and tests pass a s
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -101,8 +102,13 @@ def trainer_generator(
     trainer: GRPOTrainer, tokenizer: PreTrainedTokenizerBase, max_new_tokens: int
 ) -> Generate:
     """:func:`model_generator` on the trainer's current weights, unwrapped for generation,
-    under the trainer's mixed precision (so a bf16 run samples as fast as it trains)."""
+    under the trainer's mixed precision (so a bf16 run samples as fast as it trains), with a
+    LoRA adapter merged into its base for the call (:func:`merged_adapter`)."""
     from trl.models import unwrap_model_for_generation
+
+    sharded = bool(getattr(trainer, "is_deepspeed_enabled", False)) or bool(
+        getattr(trainer, "is_fsdp_enabled", False)
+    )
 
     def generate(contexts: list[list[int]]) -> list[Generated]:
         with (
@@ -112,6 +118,7 @@ def trainer_generator(
                 gather_deepspeed3_params=cast("GRPOConfig", trainer.args).ds3_gather_for_generation,
             ) as model,
             trainer.accelerator.autocast(),
+            merged_adapter(model, enabled=not sharded),
         ):
             sample = model_generator(
                 model, tokenizer, trainer.generation_config, max_new_tokens=max_new_tokens
@@ -119,6 +126,35 @@ def trainer_generator(
             return sample(contexts)
 
     return generate
+
+
+@contextmanager
+def merged_adapter(model: object, *, enabled: bool = True) -> Iterator[None]:
+    """Within: a PEFT model's LoRA weights added into its base weights, taken out after.
+
+    Why: sampling is one token at a time, where the adapter's two extra small matrix products
+    per layer cost about a fifth of each decoding step on CPU; merged, each layer is one
+    product. TRL does the same merge and unmerge around every weight sync to vLLM. Taking the
+    adapter out again restores the base weights up to float rounding (about one unit in the
+    last place per merge). Off for sharded models (DeepSpeed, FSDP), whose weights a merge
+    would have to gather first, and for models without an adapter or already merged.
+    """
+    merge = getattr(model, "merge_adapter", None)
+    if not enabled or merge is None or _is_merged(model):
+        yield
+        return
+    merge()
+    try:
+        yield
+    finally:
+        model.unmerge_adapter()  # type: ignore[attr-defined]  # a PeftModel: it has merge_adapter
+
+
+def _is_merged(model: object) -> bool:
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    modules = cast("torch.nn.Module", model).modules()
+    return any(isinstance(m, BaseTunerLayer) and m.merged for m in modules)
 
 
 def vllm_generator(trainer: GRPOTrainer, max_new_tokens: int) -> Generate:

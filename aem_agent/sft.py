@@ -325,11 +325,13 @@ def run_sft(settings: SFTSettings) -> SFTResult:
 def build_sft_trainer(
     settings: SFTSettings, model_dir: Path, tokenizer: Any, samples: list[dict[str, list[int]]]
 ) -> Any:
-    """TRL's ``SFTTrainer`` on the pre-tokenised samples; LoRA unless ``settings.full``."""
+    """TRL's ``SFTTrainer`` (scoring reply positions only) on the pre-tokenised samples; LoRA
+    unless ``settings.full``."""
     import torch
     from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTConfig
 
+    from aem_agent.head import ReplyScoringSFTTrainer
     from aem_agent.models import cpu_bf16_supported
 
     cpu = not torch.cuda.is_available()
@@ -375,7 +377,7 @@ def build_sft_trainer(
             target_modules=LORA_TARGETS,
             task_type="CAUSAL_LM",
         )
-    return SFTTrainer(
+    return ReplyScoringSFTTrainer(
         model=model,
         args=config,
         train_dataset=Dataset.from_list(samples),

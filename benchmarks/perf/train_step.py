@@ -10,8 +10,11 @@ a fresh child process (so peak RSS is its own), one after the other in this scri
   searched instead of a history window) and the last action;
 * ``ours-bf16``: the same with ``bf16: true`` (autocast, sampling included), the opt-in for
   CPUs that multiply bf16 natively;
-* ``baseline``: the earlier CPU defaults on the same code — every weight trained in float32,
-  TRL's default gradient checkpointing, the ``full`` prompt with a history window of 5.
+* ``baseline``: the earlier CPU defaults — every weight trained in float32, TRL's default
+  gradient checkpointing, the ``full`` prompt with a history window of 5, turn rows in chunks
+  of up to 4,096 tokens — and the earlier head: TRL's fused head projecting every position of
+  a row onto the vocabulary, as it does off Triton (``aem_agent.head`` is bypassed). Its
+  rollout needs no adapter merge: it has no adapter.
 
 What this does *not* capture: the earlier code also ran TRL's forwards over episode rows
 (first prompt + every reply glued together) and repeated the whole user prompt in every
@@ -28,7 +31,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.perf import perf_main, perf_row
@@ -48,8 +51,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "bf16": False,
         "prompt_style": "full",
         "history_window": 5,
+        "loss_token_budget": 4096,
     },
 }
+#: The configurations that run with TRL's own head (every position scored), as the code did.
+TRL_HEAD = frozenset({"baseline"})
 COMMON: dict[str, Any] = {
     "env_ids": [ENV_ID],
     "rollout_layout": "step",
@@ -75,22 +81,33 @@ QUICK_TURNS = 2
 _CHILD = (
     "import json, sys\n"
     "from benchmarks.perf.train_step import one_step\n"
-    "print('AEM-PERF ' + json.dumps(one_step(json.loads(sys.argv[1]))))\n"
+    "result = one_step(json.loads(sys.argv[1]), trl_head=sys.argv[2] == 'trl-head')\n"
+    "print('AEM-PERF ' + json.dumps(result))\n"
 )
 
 
-def one_step(settings: dict[str, Any]) -> dict[str, float]:
-    """Build the trainer for ``settings`` and time one training step (call in a child)."""
+def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, float]:
+    """Build the trainer for ``settings`` and time one training step (call in a child);
+    ``trl_head``: score every position in the LM head, as TRL does off Triton."""
+    import contextlib
     import resource
     import time
 
     import torch
 
+    from aem_agent import trainer as trainer_module
     from aem_agent.models import smollm2_checkpoint
     from aem_agent.train import build_config, build_trainer
 
     torch.set_num_threads(1)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    if trl_head:  # this child process only
+
+        @contextlib.contextmanager
+        def every_position(device: torch.device) -> Iterator[None]:
+            yield
+
+        trainer_module.reply_positions_only = every_position
     config, _ = build_config(settings)
     trainer = build_trainer(config, smollm2_checkpoint())
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
@@ -130,7 +147,13 @@ def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
         settings["max_turns"] = QUICK_TURNS
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(settings)],
+        [
+            sys.executable,
+            "-c",
+            _CHILD,
+            json.dumps(settings),
+            "trl-head" if name in TRL_HEAD else "ours",
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -166,7 +189,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
         f"{ours['turns']:.0f} vs {base['turns']:.0f} turn rows of {ours['mean_row_tokens']:.0f} "
         f"vs {base['mean_row_tokens']:.0f} tokens; ours: the CPU defaults (LoRA, float32) with "
         "the compact prompt; baseline: full weights, gradient checkpointing, full prompt with "
-        "history window 5 (the earlier defaults)"
+        "history window 5, 4,096-token chunks, TRL's head scoring every position (the earlier "
+        "code path)"
     )
     rss_note = "whole child process (model load included); target <= 2048 MB"
     return [

@@ -57,3 +57,47 @@ def test_the_predicate_is_restored_and_graph_devices_are_left_alone() -> None:
     assert trl_utils._use_triton is before
     with reply_positions_only(torch.device("xla")):
         assert trl_utils._use_triton is before
+
+
+def test_sft_trains_on_reply_positions_only(
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig
+
+    from aem_agent.head import ReplyScoringSFTTrainer
+
+    seen: list[int] = []
+
+    def spy(hidden: torch.Tensor, *args: Any) -> Any:
+        seen.append(hidden.shape[0])
+        return APPLY(hidden, *args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", spy)
+    samples = [
+        {
+            "input_ids": list(range(3, 3 + PROMPT + REPLY)),
+            "completion_mask": [0] * PROMPT + [1] * REPLY,
+        }
+        for _ in range(2)
+    ]
+    config = SFTConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        completion_only_loss=True,
+        report_to="none",
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+    )
+    trainer = ReplyScoringSFTTrainer(
+        model=str(tiny_model_dir),
+        args=config,
+        train_dataset=Dataset.from_list(samples),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    trainer.train()
+    assert seen == [2 * REPLY]
+    assert trl_utils._use_triton is not None and not trl_utils._use_triton(torch.device("cpu"))

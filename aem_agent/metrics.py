@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +27,12 @@ PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def log_line_callback() -> TrainerCallback:
-    """A ``TrainerCallback`` printing one readable line per logged step (main process)."""
+def log_line_callback(sink: Callable[[str], None] | None = None) -> TrainerCallback:
+    """A ``TrainerCallback`` writing one readable line per logged step (main process).
+
+    ``sink`` receives each line (default: print, flushed), so a caller with its own log,
+    such as the learning harness, tags and routes the lines itself.
+    """
     from transformers import TrainerCallback
 
     shown = (
@@ -53,7 +57,11 @@ def log_line_callback() -> TrainerCallback:
             ]
             if parts:
                 head = f"step {state.global_step}/{state.max_steps}: "
-                print(head + ", ".join(parts), flush=True)
+                line = head + ", ".join(parts)
+                if sink is None:
+                    print(line, flush=True)
+                else:
+                    sink(line)
 
     return _LogLine()
 

@@ -49,6 +49,7 @@ from benchmarks.learning.heldout import (
     ensure_env,
     heldout_callback,
     heldout_specs,
+    start_heldout_row,
 )
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def run_one(
     Returns the run's ``done.json`` content. A run already marked done is returned as is.
     ``callbacks`` are extra ``TrainerCallback`` objects (tests use one to kill a run).
     """
-    from aem_agent.metrics import MetricsWriter
+    from aem_agent.metrics import MetricsWriter, log_line_callback
     from aem_agent.train import METRICS_FILE, build_config, build_trainer, last_checkpoint
 
     done = run_dir / DONE_MARKER
@@ -116,6 +117,8 @@ def run_one(
     checkpoint = last_checkpoint(run_dir)
     resume_step = int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
     writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step)
+    if resume_step is None:
+        writer.add(0, start_heldout_row(start_dir))  # its step 0 is the start's score
     specs = heldout_specs(config)
     heldout = heldout_callback(
         specs,
@@ -124,12 +127,22 @@ def run_one(
         seed=config.eval_seed,
         writer=writer,
     )
+    tag = f"[{algo}-seed{seed}]"
     trainer = build_trainer(
-        train_config, start_dir, callbacks=[writer.callback(), heldout, *callbacks]
+        train_config,
+        start_dir,
+        callbacks=[
+            writer.callback(),
+            log_line_callback(lambda line: log(f"{tag} {line}")),
+            heldout,
+            *callbacks,
+        ],
     )
     heldout.bind(trainer)
+    rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
+    rollout.progress = lambda line: log(f"{tag} {line}")  # minutes-long rollouts say how far
     log(
-        f"[{algo}-seed{seed}] "
+        f"{tag} "
         + (f"resuming from {checkpoint.name}" if checkpoint else "starting")
         + f" ({train_config.max_steps} steps)"
     )
@@ -137,7 +150,7 @@ def run_one(
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
-        cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
+        rollout.close()
     rows = writer.rows
     final = last_value(rows, HELDOUT_KEYS[0])
     summary = {
@@ -152,5 +165,5 @@ def run_one(
     atomic_write_json(done, summary)  # the marker: written last, atomically
     for stale in run_dir.glob("checkpoint-*"):  # done runs are never resumed
         shutil.rmtree(stale, ignore_errors=True)
-    log(f"[{algo}-seed{seed}] done at step {summary['global_step']}: held-out success {final}")
+    log(f"{tag} done at step {summary['global_step']}: held-out success {final}")
     return summary

@@ -7,11 +7,13 @@ the numbers must mean the same thing in both.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchmarks.learning.config import LearningConfig
+from benchmarks.learning.config import START_MARKER, LearningConfig
 
 if TYPE_CHECKING:
     from aem_agent.episodes import EpisodeSpec
@@ -160,3 +162,15 @@ def heldout_callback(
                 self._score(state.global_step)
 
     return HeldOut()
+
+
+def start_heldout_row(start_dir: Path) -> dict[str, float]:
+    """The start checkpoint's held-out rates, as a run's step-0 row of metrics.csv.
+
+    Why: every run starts from this checkpoint and scores its held-out split the same way,
+    so its step 0 is this score; scoring it again would cost each run a held-out pass (on
+    CPU, as long as several training steps). A start written before the full rates were
+    kept gives its success rate alone.
+    """
+    info = json.loads((start_dir / START_MARKER).read_text(encoding="utf-8"))
+    return dict(info.get("heldout") or {HELDOUT_KEYS[0]: info["heldout_success"]})

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from benchmarks.learning.config import ACTION_TAGS, START_MARKER, LearningConfig
 from benchmarks.learning.experiment import run_settings
-from benchmarks.learning.heldout import ensure_env, evaluate, heldout_specs
+from benchmarks.learning.heldout import HELDOUT_KEYS, ensure_env, evaluate, heldout_specs
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -207,9 +207,8 @@ def build_start(
     if int(config.warmup.get("steps", 0)) > 0:
         info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
         log(f"[start] warm-up: {info['warmup']}")
-    info["heldout_success"], info["parameters"] = _start_heldout(
-        config, model_dir, scratch / "probe"
-    )
+    info["heldout"], info["parameters"] = _start_heldout(config, model_dir, scratch / "probe")
+    info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     info["seconds"] = round(time.perf_counter() - started, 1)
     shutil.rmtree(scratch / "warmup", ignore_errors=True)
     shutil.rmtree(scratch / "probe", ignore_errors=True)
@@ -224,13 +223,16 @@ def build_start(
     return info
 
 
-def _start_heldout(config: LearningConfig, model_dir: Path, scratch: Path) -> tuple[float, int]:
-    """Held-out success of the start checkpoint, scored exactly as the runs score it, and
-    the model's parameter count."""
+def _start_heldout(
+    config: LearningConfig, model_dir: Path, scratch: Path
+) -> tuple[dict[str, float], int]:
+    """Held-out rates of the start checkpoint, scored exactly as the runs score it, and the
+    model's parameter count."""
     from aem_agent.train import build_config, build_trainer
 
     train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
     trainer = build_trainer(train_config, model_dir)
+    started = time.perf_counter()
     try:
         stats = evaluate(
             trainer,
@@ -240,4 +242,5 @@ def _start_heldout(config: LearningConfig, model_dir: Path, scratch: Path) -> tu
         )
     finally:
         cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
-    return stats["heldout/success_rate"], sum(p.numel() for p in trainer.model.parameters())
+    stats["heldout/seconds"] = time.perf_counter() - started
+    return stats, sum(p.numel() for p in trainer.model.parameters())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 from pathlib import Path
 
@@ -207,3 +208,27 @@ def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors
         )
     with pytest.raises(SFTError, match="init_adapter"):
         check_settings(settings(tmp_path / "c", doors_env_id, tiny_model_dir, init_adapter="x"))
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.browser
+def test_sft_output_plays_the_quick_suite_through_aem_bench(tiny_model_dir, tmp_path) -> None:
+    """The README's warm start as a user runs it: ``aem sft`` on ALFWorld's expert, then
+    ``aem bench --suite quick --policy hf:<output>`` on every env of the quick suite."""
+    sft_out, bench_out = tmp_path / "sft", tmp_path / "bench"
+    sft = ["sft", "aem/ALFWorld-v0", "--model", str(tiny_model_dir), "--output-dir", str(sft_out)]
+    flags = ["--episodes", "1", "--max-turns", "12", "--epochs", "1", "--torch-threads", "1"]
+    assert main([*sft, *flags, "--reply-prefix", "<action>", "--max-turn-tokens", "8"]) == 0
+    bench = ["bench", "--suite", "quick", "--policy", f"hf:{sft_out}", "--limit", "1"]
+    assert main([*bench, "--out", str(bench_out), "--no-progress"]) == 0
+    results = json.loads((bench_out / "results.json").read_text())
+    played = {row["env_id"]: row["episodes"] for row in results["summary"]}
+    assert played == {
+        "aem/ALFWorld-v0": 1,
+        "aem/WebShop-v0": 1,
+        "aem/WebShopBrowser-v0": 1,
+        "aem/SWE-v0": 1,
+    }
+    assert results["policies"] == [{"name": f"hf:{sft_out}", "model": True}]
+    assert results["errors"] == [] and results["finished_episodes"] == 4

@@ -176,7 +176,9 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     assert not (run_dir / lc.DONE_MARKER).exists()
     assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-2"]
 
-    results = run_grid(config, out, log=lambda _: None)
+    resumed: list[str] = []
+    results = run_grid(config, out, log=resumed.append)
+    assert any(line.startswith("[grpo-seed0] step 4/4: reward") for line in resumed), resumed
     done = json.loads((run_dir / lc.DONE_MARKER).read_text())
     assert done["resumed_from"] == "checkpoint-2" and done["global_step"] == 4
     with (run_dir / "metrics.csv").open() as handle:

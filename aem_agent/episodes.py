@@ -26,14 +26,25 @@ class RolloutError(AEMError, ValueError):
 
 @dataclass(frozen=True)
 class EpisodeSpec:
-    """Which episode to play: env id, reset seed and split. Serialised as the dataset prompt."""
+    """Which episode to play: env id, reset seed, split and, optionally, the task.
+
+    Serialised as the dataset prompt. Without ``task_id`` the env draws the task from the seed
+    (training); with it the episode is that task (a benchmark suite's or a held-out list's).
+    """
 
     env_id: str
     seed: int
     split: str | None = None
+    task_id: str | None = None
 
     def to_prompt(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        fields = {k: v for k, v in asdict(self).items() if k != "task_id" or v is not None}
+        return json.dumps(fields, sort_keys=True)
+
+    def reset_options(self) -> dict[str, str] | None:
+        """The ``reset`` options of this episode: its split and task, where given."""
+        options = {"split": self.split, "task_id": self.task_id}
+        return {k: v for k, v in options.items() if v is not None} or None
 
     @classmethod
     def from_prompt(cls, prompt: Any) -> EpisodeSpec:

@@ -299,8 +299,7 @@ class MultiTurnRollout:
 
     @staticmethod
     def _reset(env: gym.Env, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:
-        options = {"split": spec.split} if spec.split else None
-        return env.reset(seed=spec.seed, options=options)
+        return env.reset(seed=spec.seed, options=spec.reset_options())
 
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0

@@ -91,6 +91,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     learning.add_argument("config", help="experiment YAML (e.g. benchmarks/learning/configs/...)")
     learning.add_argument("--out", type=Path, help="output folder (default: bench-runs/<name>)")
     learning.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="train only this run of the grid (repeatable, e.g. aem-seed0): several processes "
+        "or machines sharing --out each take their runs; the report covers every run done",
+    )
+    learning.add_argument(
         "--report-only",
         action="store_true",
         help="regenerate report.md, report.html and plots from results.json; train nothing",
@@ -184,7 +192,7 @@ def run_learning(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     out = args.out or DEFAULT_OUT / config.name
-    results = load_results(out) if args.report_only else run_grid(config, out)
+    results = load_results(out) if args.report_only else run_grid(config, out, only=args.run)
     paths = write_report(out, results)
     print(final_table(results), end="")
     print(f"results: {out / 'results.json'}\nreport:  {paths['markdown']}")

@@ -82,12 +82,19 @@ class EnvSuite:
                     "run `aem envs` to see the task sets"
                 )
             chosen = list(self.task_ids)
-        elif self.tasks is None or self.tasks >= len(available):
-            chosen = list(available)
         else:
-            stride = len(available) / self.tasks
-            chosen = [available[int(i * stride)] for i in range(self.tasks)]
+            chosen = spread(available, self.tasks)
         return chosen if limit is None else chosen[:limit]
+
+
+def spread(available: Sequence[str], count: int | None) -> list[str]:
+    """``count`` ids evenly spread over ``available`` (all of them when ``count`` is None or
+    at least their number). The bundled splits are ordered by task type, so a spread covers
+    every type; the learning harness scores its held-out split with the same choice."""
+    if count is None or count >= len(available):
+        return list(available)
+    stride = len(available) / count
+    return [available[int(i * stride)] for i in range(count)]
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,10 @@ class LearningConfig:
     train: dict[str, Any]
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Held-out tasks spread over the split as a suite's ``tasks: N`` picks them, each reset
+    #: with ``eval_seed`` (``eval.tasks`` in the YAML), instead of the first seeds giving
+    #: distinct tasks: the harness then scores exactly the games a suite scores.
+    eval_spread: bool = False
 
     def run_names(self) -> list[tuple[str, int, str]]:
         """``(algo, seed, folder name)`` of every run, seeds outermost (pairs finish together)."""
@@ -104,6 +108,11 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         raise ExperimentError(f"seeds {list(seeds)} repeat a seed")
     if "id" not in env:
         raise ExperimentError("env.id is missing (e.g. aem-bench/Pick-v0)")
+    if "tasks" in evaluation and "episodes" in evaluation:
+        raise ExperimentError(
+            "eval.tasks and eval.episodes both given: use tasks (N tasks spread over the split, "
+            "as a suite picks them) or episodes (the first seeds giving distinct tasks)"
+        )
     model = dict(data.get("model") or {"tiny": {}})
     if len(model) != 1 or next(iter(model)) not in ("tiny", "path"):
         raise ExperimentError("model must be {tiny: {...builder settings}} or {path: DIR}")
@@ -116,13 +125,14 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         train_split=str(env.get("train_split", "train")),
         eval_split=str(env.get("eval_split", "test")),
         eval_every=int(evaluation.get("every", 10)),
-        eval_episodes=int(evaluation.get("episodes", 100)),
+        eval_episodes=int(evaluation.get("tasks", evaluation.get("episodes", 100))),
         eval_temperature=float(evaluation.get("temperature", 0.0)),
         eval_seed=int(evaluation.get("seed", 0)),
         model=model,
         warmup=dict(data.get("warmup") or {}),
         train=train,
         source=source,
+        eval_spread="tasks" in evaluation,
     )
     if config.train_split == config.eval_split:
         raise ExperimentError(

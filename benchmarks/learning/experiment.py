@@ -21,7 +21,7 @@ half-written is ever read back.
 Layout of the output folder::
 
     start/                  model + tokenizer every run starts from; start.json (marker)
-    runs/<algo>-seed<s>/    metrics.csv, checkpoint-*/ (while running), done.json
+    runs/<algo>-seed<s>/    metrics.csv, checkpoint-*/ (while running), final/, done.json
     results.json            everything the report needs (:mod:`benchmarks.learning.collect`)
     report.md, report.html, table.md, plots/*.png
 
@@ -105,7 +105,13 @@ def run_one(
     ``callbacks`` are extra ``TrainerCallback`` objects (tests use one to kill a run).
     """
     from aem_agent.metrics import MetricsWriter, log_line_callback
-    from aem_agent.train import METRICS_FILE, build_config, build_trainer, last_checkpoint
+    from aem_agent.train import (
+        FINAL_DIR,
+        METRICS_FILE,
+        build_config,
+        build_trainer,
+        last_checkpoint,
+    )
 
     done = run_dir / DONE_MARKER
     if done.is_file():
@@ -151,6 +157,8 @@ def run_one(
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     finally:
         rollout.close()
+    if trainer.is_world_process_zero():
+        save_final(trainer, train_config, run_dir / FINAL_DIR)
     rows = writer.rows
     final = last_value(rows, HELDOUT_KEYS[0])
     summary = {
@@ -167,3 +175,24 @@ def run_one(
         shutil.rmtree(stale, ignore_errors=True)
     log(f"{tag} done at step {summary['global_step']}: held-out success {final}")
     return summary
+
+
+def save_final(trainer: Any, train_config: Any, out: Path) -> Path:
+    """Save the run's trained weights in ``out`` with the prompt layout they were trained in.
+
+    Why only the weights that changed: a PEFT run saves its LoRA adapter alone (a few MB, to
+    be applied to ``start/``), a full run its whole model; the start checkpoint is already
+    on disk once for every run. Written in a scratch folder and renamed into place, so a
+    killed save never leaves a partial ``final/``.
+    """
+    from aem_agent.prompts import write_prompt_layout
+    from aem_agent.train import prompt_layout
+
+    scratch = out.with_name(out.name + ".partial")
+    shutil.rmtree(scratch, ignore_errors=True)
+    trainer.model.save_pretrained(str(scratch))
+    trainer.processing_class.save_pretrained(str(scratch))
+    write_prompt_layout(scratch, prompt_layout(train_config))
+    shutil.rmtree(out, ignore_errors=True)
+    scratch.rename(out)
+    return out

@@ -7,12 +7,18 @@ report together; the runs (:mod:`~benchmarks.learning.experiment`) and the start
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.learning.collect import write_results
-from benchmarks.learning.config import DONE_MARKER, RUNS_DIR, START_DIR, LearningConfig
+from benchmarks.learning.config import (
+    DONE_MARKER,
+    RUNS_DIR,
+    START_DIR,
+    ExperimentError,
+    LearningConfig,
+)
 from benchmarks.learning.experiment import run_one
 from benchmarks.learning.report import write_report
 from benchmarks.learning.start import build_start
@@ -24,16 +30,25 @@ def run_grid(
     *,
     log: Callable[[str], None] = print,
     callbacks: Sequence[Any] = (),
+    only: Collection[str] = (),
 ) -> dict[str, Any]:
     """Build the start checkpoint, run every (algo, seed) not yet done, write the outputs.
 
+    ``only`` names the runs (``grpo-seed0``...) this call trains, so one grid can be spread
+    over several processes or machines sharing ``out``; the report covers every run done.
     results.json and the report are rewritten after every run, so a long grid shows its
     progress and a killed grid leaves a consistent report of the runs that finished.
     """
+    names = [name for _, _, name in config.run_names()]
+    unknown = sorted(set(only) - set(names))
+    if unknown:
+        raise ExperimentError(f"runs {unknown} are not in the grid; its runs: {names}")
     out.mkdir(parents=True, exist_ok=True)
     start_dir = out / START_DIR
     build_start(config, start_dir, log=log)
     for algo, seed, name in config.run_names():
+        if only and name not in only:
+            continue
         run_dir = out / RUNS_DIR / name
         if (run_dir / DONE_MARKER).is_file():
             log(f"[{name}] done already, skipped")

@@ -38,21 +38,31 @@ def ensure_env(env_id: str) -> None:
 
 
 def heldout_specs(config: LearningConfig) -> list[Any]:
-    """The fixed held-out episodes: the first seeds from ``eval.seed`` giving distinct tasks.
+    """The fixed held-out episodes.
 
-    Why distinct: the env picks a task from the seed, so consecutive seeds can repeat a task;
-    scoring each held-out task once makes the success rate a plain fraction of tasks.
+    With ``eval.tasks: N`` (:attr:`LearningConfig.eval_spread`): N task ids spread over the
+    split as a benchmark suite's ``tasks: N`` picks them, each reset with ``eval.seed``, so
+    the held-out score is the suite's score. Otherwise the first seeds from ``eval.seed``
+    giving distinct tasks. Why distinct: the env picks a task from the seed, so consecutive
+    seeds can repeat a task; scoring each held-out task once makes the success rate a plain
+    fraction of tasks.
     """
     import gymnasium as gym
 
     from aem_agent.episodes import EpisodeSpec
     from aem_envs.registration import resolve_env_id
+    from benchmarks.suite import spread
 
     ensure_env(config.env_id)
     env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
     try:
-        total = len(cast("TextEnv", env.unwrapped).task_ids(config.eval_split))
-        wanted = min(config.eval_episodes, total)
+        ids = list(cast("TextEnv", env.unwrapped).task_ids(config.eval_split))
+        if config.eval_spread:
+            return [
+                EpisodeSpec(config.env_id, config.eval_seed, config.eval_split, task_id)
+                for task_id in spread(ids, config.eval_episodes)
+            ]
+        wanted = min(config.eval_episodes, len(ids))
         specs: list[EpisodeSpec] = []
         seen, seed = set(), config.eval_seed
         while len(specs) < wanted and seed < config.eval_seed + 50 * wanted:

@@ -273,3 +273,14 @@ def test_reply_prefix_ends_every_context_and_starts_every_parsed_reply(
         # The second turn's prefix closes the masked observation segment: no loss on it.
         assert episode.completion_ids[seen - len(prefix) : seen] == prefix
         assert episode.env_mask[seen - len(prefix) : seen] == [0] * len(prefix)
+
+
+def test_an_episode_spec_round_trips_with_and_without_its_task() -> None:
+    plain = EpisodeSpec("aem/ALFWorld-v0", 3, "train")
+    assert "task_id" not in plain.to_prompt()  # training prompts are as before
+    assert EpisodeSpec.from_prompt(plain.to_prompt()) == plain
+    assert plain.reset_options() == {"split": "train"}
+    pinned = EpisodeSpec("aem/ALFWorld-v0", 0, "valid_unseen", "some-task")
+    assert EpisodeSpec.from_prompt(pinned.to_prompt()) == pinned
+    assert pinned.reset_options() == {"split": "valid_unseen", "task_id": "some-task"}
+    assert EpisodeSpec("aem/ALFWorld-v0", 0).reset_options() is None

@@ -188,6 +188,8 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     assert train_steps == [1, 2, 3, 4] and eval_steps == [0, 2, 4]
     assert results["runs"][0]["status"] == "done"
     assert not list(run_dir.glob("checkpoint-*"))
+    final = run_dir / "final"  # the trained weights outlive the checkpoints
+    assert (final / "model.safetensors").is_file() and (final / "aem-prompt.json").is_file()
 
     marker = (run_dir / lc.DONE_MARKER).read_text()
     logged: list[str] = []
@@ -241,6 +243,34 @@ def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path,
     assert "| GRPO | 50.0 ± 14.1 |" in report and "plots/curves.png" in report
     assert (out / "plots" / "curves.png").stat().st_size > 1000
     assert (out / "table.md").read_text() == table
+
+
+def test_a_grid_spread_over_processes_trains_only_the_runs_named(tmp_path, lucky_env_id) -> None:
+    config = experiment(lucky_env_id, algorithms=["grpo", "aem"], train={"max_steps": 1})
+    out = tmp_path / "out"
+    with pytest.raises(lc.ExperimentError, match=r"ppo-seed0.*not in the grid.*aem-seed0"):
+        run_grid(config, out, only=["ppo-seed0"], log=lambda _: None)
+    assert not out.exists()  # refused before anything was built
+    results = run_grid(config, out, only=["aem-seed0"], log=lambda _: None)
+    assert sorted(p.name for p in (out / lc.RUNS_DIR).iterdir()) == ["aem-seed0"]
+    assert [r["status"] for r in results["runs"] if r["name"] == "aem-seed0"] == ["done"]
+
+
+def test_heldout_tasks_are_the_suites_games() -> None:
+    """``eval.tasks: N`` scores the games a suite's ``tasks: N`` plays, reset as it resets."""
+    from benchmarks.learning.heldout import heldout_specs
+    from benchmarks.suite import load_suite
+
+    [entry] = load_suite("benchmarks/suites/aem-ref.yaml").envs
+    config = lc.load_config("benchmarks/learning/configs/alfworld-sft.yaml")  # eval.tasks: 24
+    assert config.eval_spread and config.eval_episodes == entry.tasks == 24
+    specs = heldout_specs(config)
+    env = gym.make("aem_envs:aem/ALFWorld-v0").unwrapped
+    assert [s.task_id for s in specs] == entry.select(env.task_ids("valid_unseen"))
+    _, info = env.reset(seed=specs[5].seed, options=specs[5].reset_options())
+    assert info["task_id"] == specs[5].task_id
+    with pytest.raises(lc.ExperimentError, match=r"eval\.tasks and eval\.episodes"):
+        experiment("x/Y-v0", eval={"tasks": 3})  # the helper's eval has episodes
 
 
 def test_bad_configs_name_the_problem() -> None:

@@ -207,7 +207,9 @@ def build_start(
     if int(config.warmup.get("steps", 0)) > 0:
         info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
         log(f"[start] warm-up: {info['warmup']}")
-    info["heldout"], info["parameters"] = _start_heldout(config, model_dir, scratch / "probe")
+    info["heldout"], info["parameters"] = _start_heldout(
+        config, model_dir, scratch / "probe", log=log
+    )
     info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     info["seconds"] = round(time.perf_counter() - started, 1)
     shutil.rmtree(scratch / "warmup", ignore_errors=True)
@@ -224,14 +226,16 @@ def build_start(
 
 
 def _start_heldout(
-    config: LearningConfig, model_dir: Path, scratch: Path
+    config: LearningConfig, model_dir: Path, scratch: Path, *, log: Callable[[str], None]
 ) -> tuple[dict[str, float], int]:
     """Held-out rates of the start checkpoint, scored exactly as the runs score it, and the
-    model's parameter count."""
+    model's parameter count. A pass of a real model is minutes on CPU: it says how far it is."""
     from aem_agent.train import build_config, build_trainer
 
     train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
     trainer = build_trainer(train_config, model_dir)
+    cast("MultiTurnRollout", trainer.rollout_func).progress = lambda line: log(f"[start] {line}")
+    log(f"[start] scoring {config.eval_episodes} held-out episodes")
     started = time.perf_counter()
     try:
         stats = evaluate(

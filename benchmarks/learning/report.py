@@ -197,7 +197,12 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         "",
         f"Env `{config['env_id']}` {config['env_kwargs']} — train on split "
         f"`{config['train_split']}`, held-out split `{config['eval_split']}` scored every "
-        f"{config['eval_every']} steps on {config['eval_episodes']} distinct tasks "
+        f"{config['eval_every']} steps on {config['eval_episodes']} "
+        + (
+            "tasks spread over the split as a suite's `tasks:` picks them "
+            if config.get("eval_spread")
+            else "distinct tasks "
+        )
         + (
             "greedily."
             if config["eval_temperature"] == 0

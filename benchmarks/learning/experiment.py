@@ -173,6 +173,8 @@ def run_one(
     atomic_write_json(done, summary)  # the marker: written last, atomically
     for stale in run_dir.glob("checkpoint-*"):  # done runs are never resumed
         shutil.rmtree(stale, ignore_errors=True)
+    # TRL's model card, written beside each checkpoint, names no base model here: not a result
+    (run_dir / "README.md").unlink(missing_ok=True)
     log(f"{tag} done at step {summary['global_step']}: held-out success {final}")
     return summary
 

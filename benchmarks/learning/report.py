@@ -199,7 +199,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         f"`{config['train_split']}`, held-out split `{config['eval_split']}` scored every "
         f"{config['eval_every']} steps on {config['eval_episodes']} "
         + (
-            "tasks spread over the split as a suite's `tasks:` picks them "
+            "tasks spread over the split (as a suite's `tasks:` picks them), "
             if config.get("eval_spread")
             else "distinct tasks "
         )

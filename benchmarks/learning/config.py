@@ -125,7 +125,9 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         train_split=str(env.get("train_split", "train")),
         eval_split=str(env.get("eval_split", "test")),
         eval_every=int(evaluation.get("every", 10)),
-        eval_episodes=int(evaluation.get("tasks", evaluation.get("episodes", 100))),
+        eval_episodes=int(
+            evaluation["tasks"] if "tasks" in evaluation else evaluation.get("episodes", 100)
+        ),
         eval_temperature=float(evaluation.get("temperature", 0.0)),
         eval_seed=int(evaluation.get("seed", 0)),
         model=model,

@@ -24,6 +24,8 @@ DONE_MARKER = "done.json"
 RESULTS_FILE = "results.json"
 #: Settings the harness owns; a config's ``train`` section may not set them.
 HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_split", "model")
+#: What a config's ``warmup`` section may set (see :func:`benchmarks.learning.start.warm_up`).
+WARMUP_KEYS = ("steps", "batch_size", "learning_rate", "episodes", "seed", "expert_share")
 #: The reply format's tags, kept whole by the tiny tokenizer.
 ACTION_TAGS = ("<action>", "</action>")
 
@@ -113,6 +115,15 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
             "eval.tasks and eval.episodes both given: use tasks (N tasks spread over the split, "
             "as a suite picks them) or episodes (the first seeds giving distinct tasks)"
         )
+    warmup = dict(data.get("warmup") or {})
+    unknown = sorted(set(warmup) - set(WARMUP_KEYS))
+    if unknown:
+        raise ExperimentError(f"unknown warmup key(s) {unknown}; known: {list(WARMUP_KEYS)}")
+    if not 0.0 <= float(warmup.get("expert_share", 0.0)) <= 1.0:
+        raise ExperimentError(
+            f"warmup.expert_share={warmup['expert_share']} must be between 0 and 1 (the share "
+            "of warm-up turns labelled with the expert's action)"
+        )
     model = dict(data.get("model") or {"tiny": {}})
     if len(model) != 1 or next(iter(model)) not in ("tiny", "path"):
         raise ExperimentError("model must be {tiny: {...builder settings}} or {path: DIR}")
@@ -131,7 +142,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         eval_temperature=float(evaluation.get("temperature", 0.0)),
         eval_seed=int(evaluation.get("seed", 0)),
         model=model,
-        warmup=dict(data.get("warmup") or {}),
+        warmup=warmup,
         train=train,
         source=source,
         eval_spread="tasks" in evaluation,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchmarks.learning.config import START_MARKER, LearningConfig
+from benchmarks.learning.config import START_MARKER, ExperimentError, LearningConfig
 
 if TYPE_CHECKING:
     from aem_agent.episodes import EpisodeSpec
@@ -57,12 +57,19 @@ def heldout_specs(config: LearningConfig) -> list[Any]:
     env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
     try:
         ids = list(cast("TextEnv", env.unwrapped).task_ids(config.eval_split))
+        if config.eval_episodes > len(ids):
+            key = "tasks" if config.eval_spread else "episodes"
+            raise ExperimentError(
+                f"eval.{key}={config.eval_episodes}, but {config.env_id}'s "
+                f"{config.eval_split!r} split has {len(ids)} tasks: set eval.{key} to at most "
+                f"{len(ids)} (the report would otherwise name more held-out tasks than it scored)"
+            )
         if config.eval_spread:
             return [
                 EpisodeSpec(config.env_id, config.eval_seed, config.eval_split, task_id)
                 for task_id in spread(ids, config.eval_episodes)
             ]
-        wanted = min(config.eval_episodes, len(ids))
+        wanted = config.eval_episodes
         specs: list[EpisodeSpec] = []
         seen, seed = set(), config.eval_seed
         while len(specs) < wanted and seed < config.eval_seed + 50 * wanted:
@@ -71,6 +78,12 @@ def heldout_specs(config: LearningConfig) -> list[Any]:
                 seen.add(info["task_id"])
                 specs.append(EpisodeSpec(config.env_id, seed, config.eval_split))
             seed += 1
+        if len(specs) < wanted:
+            raise ExperimentError(
+                f"seeds {config.eval_seed}..{seed - 1} reset {config.env_id} to only "
+                f"{len(specs)} distinct {config.eval_split!r} tasks of the {wanted} eval.episodes "
+                "asks for: lower eval.episodes, or use eval.tasks to name them"
+            )
     finally:
         env.close()
     return specs

@@ -22,7 +22,7 @@ PLOTS_DIR = "plots"
 CURVES_PNG = "curves.png"
 #: Panels of the curves figure: (title, how to get a (step, value) series from a run).
 PANELS: tuple[tuple[str, str], ...] = (
-    ("held-out success (greedy)", "heldout/success_rate"),
+    ("held-out success", "heldout/success_rate"),
     ("train reward", "reward"),
     ("mean entropy (nats/token)", "aem/entropy_mean"),
     ("α spread (max − min)", "alpha_spread"),
@@ -170,6 +170,9 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
         if "success" in title or "share" in title:
             axis.set_ylim(-0.02, 1.02)
+        if key == "heldout/success_rate":
+            greedy = results["config"]["eval_temperature"] == 0
+            title = f"{title} ({'greedy' if greedy else 'sampled'})"
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
@@ -217,11 +220,20 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         f"{train.get('max_turns')} turns.",
     ]
     if warm:
+        share = float(config["warmup"].get("expert_share", 0.0))
+        replies = (
+            "uniformly random admissible actions"
+            if share == 0
+            else "the expert's actions"
+            if share == 1
+            else f"the expert's actions ({share:.0%} of turns; random admissible ones otherwise)"
+        )
+        scored = "greedy" if config["eval_temperature"] == 0 else "sampled"
         lines.append(
             f"Start checkpoint: {config['warmup'].get('steps')} supervised warm-up steps on "
-            f"uniformly random admissible actions; sampled valid-action rate "
+            f"{replies}; sampled valid-action rate "
             f"{_fmt(warm.get('sampled_valid_rate'))} %, sampled train success "
-            f"{_fmt(warm.get('sampled_train_success'))} %, greedy held-out success "
+            f"{_fmt(warm.get('sampled_train_success'))} %, {scored} held-out success "
             f"{_fmt(start.get('heldout_success'))} %."
         )
     lines += [

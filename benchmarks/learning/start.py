@@ -4,7 +4,9 @@ Why a warm-up: a randomly initialised model almost never writes ``item</action>`
 its end-of-turn token, so every episode is invalid, every GRPO group has one reward and there
 is nothing to learn from. A few hundred supervised steps on replies of a *uniformly random*
 admissible action teach the format and nothing about which action is right: the model starts
-"valid but random", the state the RL comparison is about. The warm-up data are played through
+"valid but random", the state the RL comparison is about. With ``warmup.expert_share`` a
+share of the replies is the env's expert action instead, for a start that is right somewhat
+more often than chance (see :func:`warmup_teacher`). The warm-up data are played through
 the same rollout (and so the same prompts, history window and reply prefix) the runs train
 with, built by :func:`aem_agent.train.build_trainer`.
 
@@ -22,7 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from benchmarks.learning.config import ACTION_TAGS, START_MARKER, LearningConfig
+from benchmarks.learning.config import (
+    ACTION_TAGS,
+    START_MARKER,
+    ExperimentError,
+    LearningConfig,
+)
 from benchmarks.learning.experiment import run_settings
 from benchmarks.learning.heldout import HELDOUT_KEYS, ensure_env, evaluate, heldout_specs
 
@@ -31,8 +38,9 @@ if TYPE_CHECKING:
 
     from aem_agent.rollout import MultiTurnRollout
 
-#: Where the prompt lists the admissible actions (``aem_agent.prompts.user_prompt``).
-ADMISSIBLE_HEADER = "Admissible actions now:\n"
+#: The least share of valid actions a warmed-up start must sample on training tasks: below it
+#: the start has not learnt the reply format and every run would compare two broken policies.
+MIN_WARMUP_VALID = 0.5
 
 
 def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:
@@ -73,27 +81,34 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
     return texts
 
 
-def random_admissible_generator(tokenizer: Any, seed: int) -> Callable[[list[list[int]]], list]:
-    """A rollout ``Generate`` that answers every context with a uniformly random admissible
-    action, read back from the context's own text, as ``" <action></action>"`` reply ids."""
-    from aem_agent.generators import Generated
+def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:
+    """A rollout :data:`aem_agent.rollout.Teacher` replying ``"<action> a</action>"`` with the
+    env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
+    from the env's own admissible list on the rest.
 
+    Why the env's list and not the prompt's text: a prompt layout may show the actions in
+    its own way (the ``compact`` style's ``Actions: a | b``) or only some of them; reading
+    them back from the text taught a compact-prompt start to reply nothing at all. Why an
+    expert share: at 0 the start is "valid but random" and RL must discover from bandit
+    feedback alone that the reply depends on the task (a tiny model trained from scratch did
+    not, in 150 steps); a small share gives a start that is right a little more often than
+    chance, as a pretrained or SFT-ed model is, and leaves RL the sharpening to do.
+    """
     rng = random.Random(seed)
-    eos = int(tokenizer.eos_token_id)
 
-    def generate(contexts: list[list[int]]) -> list[Generated]:
-        replies = []
-        for context in contexts:
-            text = tokenizer.decode(context)
-            block = text.rsplit(ADMISSIBLE_HEADER, 1)[-1].split("\n\n", 1)[0]
-            actions = [line[2:] for line in block.splitlines() if line.startswith("- ")]
-            action = rng.choice(actions) if actions else "look"
-            ids = tokenizer(f" {action}{ACTION_TAGS[1]}", add_special_tokens=False)["input_ids"]
-            ids = [*ids, eos]
-            replies.append(Generated(ids, [0.0] * len(ids), [0.0] * len(ids)))
-        return replies
+    def teach(env: Any) -> str:
+        actions = env.get_wrapper_attr("admissible_actions")
+        if not actions:
+            raise ExperimentError(
+                "the warm-up plays random admissible actions, but the env lists none at this "
+                "step; use an env that lists them, or set warmup.steps: 0"
+            )
+        random_pick = rng.choice(list(actions))
+        if expert_share and rng.random() < expert_share:
+            return f"{ACTION_TAGS[0]} {env.get_wrapper_attr('expert_action')()}{ACTION_TAGS[1]}"
+        return f"{ACTION_TAGS[0]} {random_pick}{ACTION_TAGS[1]}"
 
-    return generate
+    return teach
 
 
 def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str, Any]:
@@ -122,7 +137,8 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
             EpisodeSpec(config.env_id, 1_000_000 + seed * 10_000 + i, config.train_split)
             for i in range(int(warm.get("episodes", 256)))
         ]
-        episodes = rollout.play(specs, random_admissible_generator(tokenizer, seed))
+        teacher = warmup_teacher(seed, float(warm.get("expert_share", 0.0)))
+        episodes = rollout.play(specs, teacher=teacher)
         samples = [(t.prompt_ids, t.reply.ids) for e in episodes for t in e.turns]
         torch.manual_seed(seed)
         optimizer = torch.optim.AdamW(
@@ -207,6 +223,13 @@ def build_start(
     if int(config.warmup.get("steps", 0)) > 0:
         info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
         log(f"[start] warm-up: {info['warmup']}")
+        valid = info["warmup"]["sampled_valid_rate"]
+        if valid < MIN_WARMUP_VALID:
+            raise ExperimentError(
+                f"the warm-up left a start that writes a valid action on {valid:.0%} of its "
+                f"turns (at least {MIN_WARMUP_VALID:.0%} needed): it has not learnt the reply "
+                "format; raise warmup.steps or warmup.learning_rate"
+            )
     info["heldout"], info["parameters"] = _start_heldout(
         config, model_dir, scratch / "probe", log=log
     )

@@ -8,6 +8,7 @@ policy gradient, the completion mask or the advantages' sign were wired wrong, i
 from __future__ import annotations
 
 import csv
+import dataclasses
 import itertools
 import json
 import os
@@ -33,6 +34,7 @@ from benchmarks.learning.collect import write_results
 from benchmarks.learning.env import ENV_ID, register
 from benchmarks.learning.grid import run_grid
 from benchmarks.learning.report import final_table
+from benchmarks.learning.start import warmup_teacher
 
 LUCKY_ID = "aemtest/LuckyDoor-v0"
 
@@ -135,6 +137,37 @@ def test_pick_env_wins_misses_and_rejects() -> None:
     env.reset(seed=3)
     _, reward, *_ = env.step("piano")
     assert reward == pytest.approx(-0.1)
+
+
+def test_warmup_teacher_reads_the_envs_actions_in_any_prompt_style() -> None:
+    """The warm-up's replies come from the env, not the prompt's text: a compact-prompt start
+    once learnt to reply nothing because the teacher looked for the full layout's listing."""
+    register()
+    env = gym.make(ENV_ID)
+    _, info = env.reset(seed=1)
+    teach = warmup_teacher(0)
+    replies = [teach(env) for _ in range(40)]
+    picked = {r.removeprefix("<action> ").removesuffix("</action>") for r in replies}
+    assert picked <= set(info["admissible_actions"]) and len(picked) > 2
+    expert = env.unwrapped.expert_action()
+    assert warmup_teacher(0, expert_share=1.0)(env) == f"<action> {expert}</action>"
+    half = [warmup_teacher(s, expert_share=0.5)(env) for s in range(200)]
+    assert 0.5 < half.count(f"<action> {expert}</action>") / 200 < 0.75  # 0.5 + 0.5 / 5
+
+    class NoActions:
+        def get_wrapper_attr(self, name: str) -> list[str]:
+            return []
+
+    with pytest.raises(lc.ExperimentError, match="lists none"):
+        warmup_teacher(0)(NoActions())
+
+
+def test_a_warmup_that_leaves_no_valid_replies_is_refused(tmp_path, lucky_env_id) -> None:
+    """One warm-up step cannot teach the reply format: the start is refused, not used."""
+    config = experiment(lucky_env_id, warmup={"steps": 1, "batch_size": 4, "episodes": 8})
+    with pytest.raises(lc.ExperimentError, match="has not learnt the reply format"):
+        run_grid(config, tmp_path / "out", log=lambda _: None)
+    assert not (tmp_path / "out" / lc.START_DIR).exists()
 
 
 # ---------------------------------------------------------------------------- learning
@@ -273,6 +306,19 @@ def test_heldout_tasks_are_the_suites_games() -> None:
         experiment("x/Y-v0", eval={"tasks": 3})  # the helper's eval has episodes
 
 
+def test_more_heldout_episodes_than_the_split_holds_is_refused(lucky_env_id) -> None:
+    """A report must not name more held-out tasks than were scored (LuckyDoor's test: 2)."""
+    from benchmarks.learning.heldout import heldout_specs
+
+    config = experiment(lucky_env_id, eval={"episodes": 2})
+    assert len(heldout_specs(config)) == 2
+    for spread in (False, True):
+        too_many = dataclasses.replace(config, eval_episodes=3, eval_spread=spread)
+        key = "tasks" if spread else "episodes"
+        with pytest.raises(lc.ExperimentError, match=rf"eval\.{key}=3.* has 2 tasks"):
+            heldout_specs(too_many)
+
+
 def test_bad_configs_name_the_problem() -> None:
     with pytest.raises(lc.ExperimentError, match="set by the harness"):
         experiment("x/Y-v0", train={"seed": 3})
@@ -280,3 +326,7 @@ def test_bad_configs_name_the_problem() -> None:
         experiment("x/Y-v0", env={"id": "x/Y-v0", "train_split": "a", "eval_split": "a"})
     with pytest.raises(lc.ExperimentError, match="algorithms"):
         experiment("x/Y-v0", algorithms=["ppo"])
+    with pytest.raises(lc.ExperimentError, match="unknown warmup key"):
+        experiment("x/Y-v0", warmup={"step": 10})
+    with pytest.raises(lc.ExperimentError, match="expert_share"):
+        experiment("x/Y-v0", warmup={"expert_share": 1.5})

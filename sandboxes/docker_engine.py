@@ -30,8 +30,13 @@ def docker_unavailable_reason() -> str | None:
         import docker
     except ImportError:
         return f"the docker SDK is not installed ({DOCKER_INSTALL})"
-    if not os.environ.get("DOCKER_HOST") and not os.path.exists("/var/run/docker.sock"):
+    host = os.environ.get("DOCKER_HOST", "")
+    if not host and not os.path.exists("/var/run/docker.sock"):
         return "no Docker socket at /var/run/docker.sock and DOCKER_HOST is unset"
+    # The SDK leaks the socket of a failed unix connect (it never closes it): answer a socket
+    # path that is not there without asking the SDK.
+    if host.startswith("unix://") and not os.path.exists(host.removeprefix("unix://")):
+        return f"no Docker socket at {host.removeprefix('unix://')} (DOCKER_HOST={host})"
     client = None
     try:
         client = docker.from_env(timeout=5)

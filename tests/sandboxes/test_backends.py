@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import gc
 import os
+import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,28 @@ from sandboxes import SandboxError, backends, namespaces, open_sandbox, resolve_
 def test_unknown_backend_is_one_clear_error() -> None:
     with pytest.raises(SandboxError, match="unknown sandbox backend 'podman'"):
         resolve_backend("podman")
+
+
+def test_a_missing_engine_socket_is_named_and_leaks_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The docker SDK never closes the socket of a failed unix connect; the probe must not
+    reach it for a socket path that is not there (a leak surfaced in a later test's GC)."""
+    from sandboxes.docker_engine import docker_unavailable_reason
+
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda hook: unraisable.append(repr(hook)))
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    docker_unavailable_reason.cache_clear()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            reason = docker_unavailable_reason()
+            gc.collect()
+    finally:
+        docker_unavailable_reason.cache_clear()
+    assert reason is not None and "/nonexistent/docker.sock" in reason
+    assert unraisable == []
 
 
 def test_auto_falls_back_to_bubblewrap_without_an_engine(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,8 +35,9 @@ def docker_unavailable_reason() -> str | None:
         return "no Docker socket at /var/run/docker.sock and DOCKER_HOST is unset"
     # The SDK leaks the socket of a failed unix connect (it never closes it): answer a socket
     # path that is not there without asking the SDK.
-    if host.startswith("unix://") and not os.path.exists(host.removeprefix("unix://")):
-        return f"no Docker socket at {host.removeprefix('unix://')} (DOCKER_HOST={host})"
+    socket_path = host.removeprefix("unix://")
+    if host.startswith("unix://") and not os.path.exists(socket_path):
+        return f"no Docker socket at {socket_path} (DOCKER_HOST={host})"
     client = None
     try:
         client = docker.from_env(timeout=5)

@@ -171,8 +171,7 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
         if "success" in title or "share" in title:
             axis.set_ylim(-0.02, 1.02)
         if key == "heldout/success_rate":
-            greedy = results["config"]["eval_temperature"] == 0
-            title = f"{title} ({'greedy' if greedy else 'sampled'})"
+            title = f"{title} ({_scoring(results['config'])})"
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("step")
         axis.grid(alpha=0.3)
@@ -187,6 +186,11 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
     figure.savefig(buffer, format="png", dpi=90)
     plt.close(figure)
     return atomic_write_bytes(path, buffer.getvalue())
+
+
+def _scoring(config: Mapping[str, Any]) -> str:
+    """How the held-out split was played: ``greedy`` or ``sampled``."""
+    return "greedy" if config["eval_temperature"] == 0 else "sampled"
 
 
 def markdown_report(results: Mapping[str, Any]) -> str:
@@ -228,12 +232,11 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             if share == 1
             else f"the expert's actions ({share:.0%} of turns; random admissible ones otherwise)"
         )
-        scored = "greedy" if config["eval_temperature"] == 0 else "sampled"
         lines.append(
             f"Start checkpoint: {config['warmup'].get('steps')} supervised warm-up steps on "
             f"{replies}; sampled valid-action rate "
             f"{_fmt(warm.get('sampled_valid_rate'))} %, sampled train success "
-            f"{_fmt(warm.get('sampled_train_success'))} %, {scored} held-out success "
+            f"{_fmt(warm.get('sampled_train_success'))} %, {_scoring(config)} held-out success "
             f"{_fmt(start.get('heldout_success'))} %."
         )
     lines += [

@@ -5,8 +5,8 @@ its end-of-turn token, so every episode is invalid, every GRPO group has one rew
 is nothing to learn from. A few hundred supervised steps on replies of a *uniformly random*
 admissible action teach the format and nothing about which action is right: the model starts
 "valid but random", the state the RL comparison is about. With ``warmup.expert_share`` a
-share of the replies is the env's expert action instead, for a start that is right somewhat
-more often than chance (see :func:`warmup_teacher`). The warm-up data are played through
+share of the replies is the env's expert action instead (see :func:`warmup_teacher`). The
+warm-up data are played through
 the same rollout (and so the same prompts, history window and reply prefix) the runs train
 with, built by :func:`aem_agent.train.build_trainer`.
 
@@ -43,6 +43,12 @@ if TYPE_CHECKING:
 MIN_WARMUP_VALID = 0.5
 
 
+def warmup_reply(action: str) -> str:
+    """The reply text of the warm-up and of the tiny tokenizer's corpus, ``<action> a</action>``:
+    one definition, so the tokenizer learns exactly the tokens the warm-up trains on."""
+    return f"{ACTION_TAGS[0]} {action}{ACTION_TAGS[1]}"
+
+
 def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:
     """Texts the tiny tokenizer is trained on: prompts of random episodes on the train split
     and replies in the reply format, so prompt words and action words become single tokens."""
@@ -70,7 +76,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
                 if not actions:
                     break
                 action = rng.choice(actions)
-                texts.append(f"{ACTION_TAGS[0]} {action}{ACTION_TAGS[1]}")
+                texts.append(warmup_reply(action))
                 next_obs, _, terminated, truncated, info = env.step(action)
                 history = [*history, (obs, action)]
                 obs = next_obs
@@ -82,7 +88,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 
 
 def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:
-    """A rollout :data:`aem_agent.rollout.Teacher` replying ``"<action> a</action>"`` with the
+    """A rollout :data:`aem_agent.rollout.Teacher` replying (:func:`warmup_reply`) with the
     env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
     from the env's own admissible list on the rest.
 
@@ -90,9 +96,10 @@ def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]
     its own way (the ``compact`` style's ``Actions: a | b``) or only some of them; reading
     them back from the text taught a compact-prompt start to reply nothing at all. Why an
     expert share: at 0 the start is "valid but random" and RL must discover from bandit
-    feedback alone that the reply depends on the task (a tiny model trained from scratch did
-    not, in 150 steps); a small share gives a start that is right a little more often than
-    chance, as a pretrained or SFT-ed model is, and leaves RL the sharpening to do.
+    feedback alone that the reply depends on the task, which the tiny model did not in 150
+    steps. On ``aem-bench/Pick-v0`` shares of 0.2-0.5 taught no copying in 200 steps either;
+    a share of 1 stopped early (``mechanism-warm.yaml``: 120 steps) gives a start right about
+    half the time, as an SFT-ed model is, and leaves RL the sharpening to do.
     """
     rng = random.Random(seed)
 
@@ -103,10 +110,12 @@ def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]
                 "the warm-up plays random admissible actions, but the env lists none at this "
                 "step; use an env that lists them, or set warmup.steps: 0"
             )
+        # Drawn on every turn, first: at share 0 the draws are those of the earlier random
+        # warm-up, so the committed starts rebuild bit-identical.
         random_pick = rng.choice(list(actions))
         if expert_share and rng.random() < expert_share:
-            return f"{ACTION_TAGS[0]} {env.get_wrapper_attr('expert_action')()}{ACTION_TAGS[1]}"
-        return f"{ACTION_TAGS[0]} {random_pick}{ACTION_TAGS[1]}"
+            return warmup_reply(env.get_wrapper_attr("expert_action")())
+        return warmup_reply(random_pick)
 
     return teach
 

@@ -12,16 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from aem_agent.prompts import format_reply
+from aem_envs.reply import REPLY_FORMAT
 
 
 def expert_reply(action: str, think: str | None = None) -> str:
-    """The reply the expert would write: ``<action>a</action>``, or with a fixed think first.
+    """The reply the expert would write: the action alone, or with a fixed think first.
 
     Why no think by default: the expert has no reasoning to show, and a made-up fixed one
     would only teach the model to copy it.
     """
-    return f"<action>{action}</action>" if think is None else format_reply(action, think)
+    return REPLY_FORMAT.format(action, think)
 
 
 def expert_teacher(think: str | None = None) -> Any:
@@ -39,14 +39,14 @@ def explorer(share: float, seed: int, think: str | None = None) -> Any:
 
     Why: the expert plans from the true state, so its own episodes never show a wrong
     receptacle, a wrong object or a repeated move; a student trained on them alone takes
-    whatever it finds and loops (measured on valid_unseen: 2.9 % invalid actions, 0 wins).
+    whatever it finds and loops (``benchmarks/learning/results/warm-start/README.md``).
     Off-path states labelled with the expert's recovery are what it needs to see.
     """
     rng = random.Random(seed)
 
     def behave(env: Any, label: str) -> str:
         actions = env.get_wrapper_attr("admissible_actions") or []
-        others = [a for a in actions if f"<action>{a}</action>" not in label]
+        others = [a for a in actions if REPLY_FORMAT.format(a) not in label]
         if others and rng.random() < share:
             return expert_reply(rng.choice(others), think)
         return label
@@ -71,6 +71,7 @@ def oversample_rare(samples: list[Any], verbs: Sequence[str], most: int) -> list
 
 
 def verb(reply: str) -> str:
-    """The first word of a reply's action: ``<action>take x</action>`` → ``take``."""
-    action = reply.split("<action>", 1)[-1].strip()
+    """The first word of a reply's action (``take`` for an action ``take x``), read from a
+    decoded reply that may lack the opening tag (a reply prefix holds it)."""
+    action = REPLY_FORMAT.action_text(reply)
     return action.split(maxsplit=1)[0] if action else ""

@@ -1,24 +1,28 @@
-"""Chat prompts for LLM agents, one short template per environment family.
+"""Chat prompts for LLM agents: one layout, filled in with what each env says of itself.
 
 The layout follows the published agentic-RL setups (verl-agent / GiGPO): the task, a window
 of the most recent (observation, action) pairs, the current observation, the admissible
-actions where the env lists them, and a reply format with ``<think>`` and ``<action>`` tags
-that :class:`aem_envs.wrappers.ReplyParser` reads. Only a window of history is shown
-because the prompt must stay short for small models and bounded over 50-step episodes;
-the step count still tells the model how far along it is.
+actions where the env lists them, and the reply format's think and action tags
+(:data:`aem_envs.reply.REPLY_FORMAT`, which the env wrapper parses with). Only a window of
+history is shown because the prompt must stay short for small models and bounded over
+50-step episodes; the step count still tells the model how far along it is. Who the agent
+is, what an action looks like, an example reply and an optional memory come from the env's
+:class:`~aem_envs.core.brief.AgentBrief` (:func:`aem_envs.registration.agent_brief`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from aem_envs.core.brief import AgentBrief
 from aem_envs.core.errors import AEMError
+from aem_envs.registration import agent_brief
+from aem_envs.reply import REPLY_FORMAT
 
 if TYPE_CHECKING:  # the policies import this module; a runtime import would be circular
     from aem_agent.policies.base import PolicyInput
@@ -68,8 +72,9 @@ class PromptSettings:
     reply_prefix: str | None = field(
         default=None,
         metadata={
-            "help": "Text pre-filled at the start of every reply (default: none); '<action>' "
-            "gets very small models (SmolLM2-135M) to answer with actions."
+            "help": "Text pre-filled at the start of every reply (default: none); "
+            f"'{REPLY_FORMAT.action_open}' gets very small models (SmolLM2-135M) to answer "
+            "with actions."
         },
     )
     prompt_style: PromptStyle = field(
@@ -82,87 +87,13 @@ class PromptSettings:
     )
 
 
-REPLY_FORMAT = (
-    "First reason step by step about the current situation inside <think> </think> tags. "
-    "Then give exactly one action inside <action> </action> tags."
+#: What every full prompt asks of the reply, in the tags of the reply format.
+REPLY_INSTRUCTIONS = (
+    "First reason step by step about the current situation inside "
+    f"{REPLY_FORMAT.think_open} {REPLY_FORMAT.think_close} tags. "
+    f"Then give exactly one action inside {REPLY_FORMAT.action_open} "
+    f"{REPLY_FORMAT.action_close} tags."
 )
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    """What differs between environments: who the agent is and what an action looks like.
-
-    ``example_think`` and ``example_action`` make one concrete reply in the requested format.
-    Why concrete: in our trials SmolLM2-135M never produced the tags from the instructions
-    alone and copied a placeholder example (``<action>...</action>``) literally; a
-    real-looking example is what small models imitate.
-    """
-
-    system: str
-    action_hint: str
-    example_think: str
-    example_action: str
-
-
-TEMPLATES: dict[str, PromptTemplate] = {
-    "ALFWorld": PromptTemplate(
-        system="You are an expert agent acting in a text-based household (ALFWorld).",
-        action_hint="Choose one of the admissible actions, written exactly as listed.",
-        example_think="What I need may be in a cabinet; check there first.",
-        example_action="go to cabinet 1",
-    ),
-    "WebShop": PromptTemplate(
-        system="You are an expert agent shopping on a web store (WebShop).",
-        action_hint=(
-            "An action is search[your query] when a search bar is shown, or "
-            "click[label] for one of the listed clickables."
-        ),
-        example_think="First find matching products.",
-        example_action="search[blue wool socks]",
-    ),
-    "SWE": PromptTemplate(
-        system=(
-            "You are an expert software engineer fixing an issue in a repository "
-            "inside a sandbox (SWE-bench)."
-        ),
-        action_hint=(
-            "An action is one command run in the repository; the observation shows its "
-            "output. Finish by submitting your change as the environment describes."
-        ),
-        example_think="Find where the function is defined.",
-        example_action='grep -rn "def parse" .',
-    ),
-}
-
-GENERIC = PromptTemplate(
-    system="You are an expert agent acting in a text environment.",
-    action_hint="Choose the single next action that brings you closest to finishing the task.",
-    example_think="I should see what is around me first.",
-    example_action="look",
-)
-
-
-def format_reply(action: str, think: str) -> str:
-    """A reply in the format the prompts ask for (what :class:`ReplyParser` reads)."""
-    return f"<think>{think}</think><action>{action}</action>"
-
-
-def env_family(env_id: str) -> str:
-    """``"aem/WebShopBrowser-v0"`` → ``"WebShopBrowser"``: the id without namespace/version."""
-    name = env_id.rsplit("/", 1)[-1].split(":")[-1]
-    return re.sub(r"-v\d+$", "", name)
-
-
-def template_for(env_id: str) -> PromptTemplate:
-    """The template of ``env_id``'s family; variants (``WebShopBrowser``) share their base's.
-
-    Unknown ids get the generic template, so new or user-registered envs work unchanged.
-    """
-    family = env_family(env_id)
-    for key in sorted(TEMPLATES, key=len, reverse=True):
-        if family.startswith(key):
-            return TEMPLATES[key]
-    return GENERIC
 
 
 def clip_middle(text: str, limit: int) -> str:
@@ -195,19 +126,22 @@ def _history_block(history: list[tuple[str, str]], window: int) -> str:
 
 def user_prompt(inp: PolicyInput, *, history_window: int = 5) -> str:
     """The user turn for one step: task, history window, observation, actions, format."""
-    template = template_for(inp.env_id)
+    brief = agent_brief(inp.env_id)
     step = len(inp.history) + 1
     parts = [f"Your task is to: {inp.instruction}\n\n", _history_block(inp.history, history_window)]
     parts.append(f"You are now at step {step}. Current observation:\n{inp.observation}\n\n")
     parts.append(admissible_block(inp.admissible_actions))
     parts.append(
-        f"Now it is your turn. {template.action_hint} {REPLY_FORMAT}\n"
-        f"Example reply: {format_reply(template.example_action, template.example_think)}"
+        f"Now it is your turn. {brief.action_hint} {REPLY_INSTRUCTIONS}\n"
+        f"Example reply: {REPLY_FORMAT.format(brief.example_action, brief.example_think)}"
     )
     return "".join(parts)
 
 
-COMPACT_SYSTEM = "You act in a text environment. Reply with one action in <action></action>."
+COMPACT_SYSTEM = (
+    "You act in a text environment. Reply with one action in "
+    f"{REPLY_FORMAT.action_open}{REPLY_FORMAT.action_close}."
+)
 
 
 def compact_user_prompt(inp: PolicyInput, *, history_window: int = 1) -> str:
@@ -216,43 +150,42 @@ def compact_user_prompt(inp: PolicyInput, *, history_window: int = 1) -> str:
 
     Why: a small model pays for every prompt token three times in an RL step (sampling, the
     old-policy and the training forward) and learns from a few hundred examples only what the
-    prompt makes plain. Where an env family has a memory (ALFWorld:
-    :func:`aem_envs.alfworld.memory.memory_lines`), its lines state what the agent has seen
-    over the whole episode, which a window of recent steps would forget. The last
-    ``history_window`` actions are listed (``Did: ...``) without their observations, and the
-    current observation is clipped to :data:`COMPACT_OBSERVATION_CHARS`.
+    prompt makes plain. Where the env's brief has a memory, its lines state what the agent
+    has seen over the whole episode, which a window of recent steps would forget (and the
+    brief picks the actions worth listing beside them). The last ``history_window`` actions
+    are listed (``Did: ...``) without their observations, and the current observation is
+    clipped to :data:`COMPACT_OBSERVATION_CHARS`.
     """
-    family = env_family(inp.env_id)
+    brief = agent_brief(inp.env_id)
     lines = [f"Task: {inp.instruction}"]
     actions = inp.admissible_actions
-    if family == "ALFWorld":
-        from aem_envs.alfworld.memory import memory_lines, shown_actions
-
-        lines += memory_lines(inp.instruction, inp.history, inp.observation)
-        actions = shown_actions(actions) if actions is not None else None
+    if brief.memory is not None:
+        lines += brief.memory(inp.instruction, inp.history, inp.observation)
+    if brief.shown_actions is not None and actions is not None:
+        actions = brief.shown_actions(actions)
     shown = inp.history[-history_window:] if history_window > 0 else []
     for _obs, action in shown:
         lines.append(f"Did: {action}")
-    lines.append(f"Now: {_compact_observation(inp, family)}")
+    lines.append(f"Now: {_compact_observation(inp, brief)}")
     if actions is not None:
         lines.append(f"Actions: {' | '.join(actions) if actions else '(go somewhere)'}")
     return "\n".join(lines)
 
 
-def _compact_observation(inp: PolicyInput, family: str) -> str:
-    """The current observation; ALFWorld's intro only as its task-free first paragraph."""
-    text = inp.observation.strip()
-    if family == "ALFWorld" and not inp.history:
-        return "You are in the middle of the room."
-    return clip_middle(text, COMPACT_OBSERVATION_CHARS)
+def _compact_observation(inp: PolicyInput, brief: AgentBrief) -> str:
+    """The current observation, or the brief's opening in place of the first one."""
+    if brief.opening is not None and not inp.history:
+        return brief.opening
+    return clip_middle(inp.observation.strip(), COMPACT_OBSERVATION_CHARS)
 
 
 def observation_prompt(inp: PolicyInput) -> str:
     """The user turn after a reply inside one trajectory: only what is new at this step.
 
     Why not :func:`user_prompt` again: the task, the reply format and the example are already
-    in the trajectory's first prompt; repeating them every turn made each WebShop observation
-    segment about 800 tokens, most of the sequence a trajectory-layout forward pays for.
+    in the trajectory's first prompt; repeated every turn, they made up most of each
+    observation segment, and so of the sequence a trajectory-layout forward pays for
+    (``docs/aem.md`` has the measurement).
     """
     step = len(inp.history) + 1
     return f"Step {step}. Observation:\n{inp.observation}\n\n" + admissible_block(
@@ -289,7 +222,7 @@ def build_messages(
         system = COMPACT_SYSTEM if system_prompt is None else system_prompt
         user = compact_user_prompt(inp, history_window=history_window)
     else:
-        system = template_for(inp.env_id).system if system_prompt is None else system_prompt
+        system = agent_brief(inp.env_id).role if system_prompt is None else system_prompt
         user = user_prompt(inp, history_window=history_window)
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -5,7 +5,7 @@ the model sampled. Decoding a reply and re-tokenising the conversation later can
 differently ("re-tokenisation drift"), so here every generated token is kept as generated, the
 environment's reply is tokenised once as the chat-template segment that follows it, and the
 model's next context is literally ``prompt_ids + completion_ids`` so far. A ``reply_prefix``
-(e.g. ``"<action>"``) is pre-filled the same way: its tokens end every context the model
+(e.g. the action tag) is pre-filled the same way: its tokens end every context the model
 continues from (as part of the prompt, or of the masked observation segment), and its text is
 put back in front of the decoded reply before parsing, so the sampled ids stay untouched.
 
@@ -44,7 +44,7 @@ from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
 from aem_envs.vector import cluster, make_ray_env
-from aem_envs.wrappers import LLMActionWrapper, ReplyParser
+from aem_envs.wrappers import REPLY_FORMAT, LLMActionWrapper, ReplyFormat
 
 if TYPE_CHECKING:  # transformers and TRL load when a model does
     from transformers import PreTrainedTokenizerBase
@@ -89,7 +89,7 @@ class MultiTurnRollout:
         history_window: int = 2,
         env_kwargs: dict[str, Any] | None = None,
         workers: int = 8,
-        parser: ReplyParser | None = None,
+        parser: ReplyFormat | None = None,
         system_prompt: str | None = None,
         reply_prefix: str | None = None,
         ray_address: str | None = None,
@@ -107,7 +107,7 @@ class MultiTurnRollout:
         self.history_window = history_window
         self.prompt_style = prompt_style
         self.env_kwargs = dict(env_kwargs or {})
-        self.parser = parser or ReplyParser()
+        self.parser = parser or REPLY_FORMAT
         self.system_prompt = system_prompt
         self.reply_prefix = reply_prefix or ""
         self._prefix_ids = (

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from aem_envs.reply import REPLY_FORMAT
+
 #: ChatML, the template Qwen2.5 and SmolLM2 use; ``add_generation_prompt`` opens a reply.
 CHATML_TEMPLATE = (
     "{% for message in messages %}"
@@ -26,11 +28,11 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 #: The default tokenizer corpus: agent-style sentences plus every printable ASCII character.
 DEFAULT_CORPUS: tuple[str, ...] = (
     "You are an agent in a text world. Think, then act.",
-    "<think>I should look around first.</think><action>look</action>",
-    "<think>The key is on the table.</think><action>take key from table</action>",
+    REPLY_FORMAT.format("look", "I should look around first."),
+    REPLY_FORMAT.format("take key from table", "The key is on the table."),
     "Observation: You are in a kitchen. There is a table, a fridge and a door.",
     "Admissible actions: look, go north, go south, open fridge, take key from table.",
-    "Your task is to put a clean apple in the fridge. Reply with <action>...</action>.",
+    f"Your task is to put a clean apple in the fridge. Reply with {REPLY_FORMAT.format('...')}.",
     "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ .,;:!?'\"()[]{}<>/=-_",
 )
 
@@ -54,7 +56,7 @@ def build_tiny_model(
 
     ``corpus`` (default :data:`DEFAULT_CORPUS`) is what the BPE merges are learnt from:
     words repeated there become single tokens, which is what lets a small random model emit
-    a whole action in one or two samples. ``added_tokens`` (e.g. ``"</action>"``) are kept
+    a whole action in one or two samples. ``added_tokens`` (e.g. the action tags) are kept
     whole, never split, and decoded as text. Every byte stays encodable whatever the corpus.
     Returns ``directory``, loadable with ``from_pretrained``.
     """

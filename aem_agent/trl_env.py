@@ -28,8 +28,8 @@ from typing import Any
 
 import gymnasium as gym
 
-from aem_agent.prompts import admissible_block, template_for
-from aem_envs.registration import resolve_env_id
+from aem_agent.prompts import admissible_block
+from aem_envs.registration import agent_brief, resolve_env_id
 
 #: The line after the first observation telling the model how to act (TRL shows the tool's
 #: schema in the system prompt, but not that one call is one environment step).
@@ -143,14 +143,14 @@ def environment_factory(
 def tool_dataset(env_id: str, num_tasks: int, *, seed: int = 0, split: str | None = None) -> Any:
     """A ``datasets.Dataset`` of ``num_tasks`` episodes for the factory's environments.
 
-    Each row is a conversational prompt (the env family's system text and an empty user turn,
+    Each row is a conversational prompt (the env brief's role text and an empty user turn,
     which ``reset`` fills with the first observation) and a ``seed`` (and ``split``): TRL
     repeats a row ``num_generations`` times, so a GRPO group plays one task.
     """
     from datasets import Dataset
 
     prompt = [
-        {"role": "system", "content": template_for(env_id).system},
+        {"role": "system", "content": agent_brief(env_id).role},
         {"role": "user", "content": ""},
     ]
     columns: dict[str, list[Any]] = {

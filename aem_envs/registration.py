@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import gymnasium as gym
 
+from aem_envs.core.brief import GENERIC_BRIEF, AgentBrief
 from aem_envs.core.errors import AEMError, import_problem, install_command
 from aem_envs.core.limits import ADOPT_TIME_LIMIT
 
@@ -44,6 +45,9 @@ class EnvEntry:
     modules: tuple[str, ...]
     system: str
     summary: str
+    #: ``module:attribute`` of the :class:`~aem_envs.core.brief.AgentBrief` the id gives LLM
+    #: agents (its env package's ``brief.py``), loaded when a prompt needs it.
+    brief: str
     #: Services the id needs at run time beyond Python packages ("docker", "browser").
     resources: tuple[str, ...] = ()
     #: Optional parts with their own dependencies, reported separately by ``aem envs``.
@@ -65,6 +69,11 @@ class EnvEntry:
     def env_class(self) -> type:
         return getattr(importlib.import_module(self.module), self.entry_point.split(":")[1])
 
+    def agent_brief(self) -> AgentBrief:
+        module, name = self.brief.split(":")
+        brief: AgentBrief = getattr(importlib.import_module(module), name)
+        return brief
+
 
 ENTRIES: tuple[EnvEntry, ...] = (
     EnvEntry(
@@ -76,6 +85,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "whose fast-downward build needs cmake < 4 and g++",
         summary="ALFWorld household tasks; aem's native engine on generated games by default, "
         "alfworld's own textworld engine with engine='upstream'",
+        brief="aem_envs.alfworld.brief:BRIEF",
         features=(
             Feature(
                 name="engine='upstream'",
@@ -97,6 +107,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=("bm25s", "rapidfuzz"),
         system="none",
         summary="WebShop shopping site with its exact reward, in-process text modes",
+        brief="aem_envs.webshop.brief:BRIEF",
     ),
     EnvEntry(
         id="aem/WebShopBrowser-v0",
@@ -105,6 +116,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=("bm25s", "rapidfuzz", "selenium"),
         system="/usr/bin/chromium and /usr/bin/chromedriver (apt: chromium chromium-driver)",
         summary="WebShop driven in headless Chromium through Selenium",
+        brief="aem_envs.webshop.brief:BRIEF",
         resources=("browser",),
     ),
     EnvEntry(
@@ -114,6 +126,7 @@ ENTRIES: tuple[EnvEntry, ...] = (
         modules=("docker", "swebench"),
         system="a Docker engine (apt: docker.io) and debootstrap, or bubblewrap",
         summary="SWE-bench-style repository tasks in a sandbox, graded like the swebench harness",
+        brief="aem_envs.swe.brief:BRIEF",
         resources=("docker",),
     ),
 )
@@ -131,6 +144,13 @@ def entry_by_id(env_id: str) -> EnvEntry:
     if item is None:
         raise AEMError(f"{env_id!r} is not an aem id; aem ids: {', '.join(e.id for e in ENTRIES)}")
     return item
+
+
+def agent_brief(env_id: str) -> AgentBrief:
+    """What ``env_id`` tells an LLM agent about itself; the generic brief for an id that is
+    not aem's (user-registered and test envs)."""
+    item = entry(env_id)
+    return GENERIC_BRIEF if item is None else item.agent_brief()
 
 
 def resolve_env_id(env_id: str) -> str:

@@ -8,17 +8,16 @@ from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
 from aem_agent.policies.hf import HFPolicy
 from aem_agent.policies.loader import SPEC_FORMS, load_policy
 from aem_agent.policies.openai_compat import EndpointError, OpenAIPolicy
-from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy
+from aem_agent.policies.scripted import ScriptedPolicy
 
 __all__ = [
     "SPEC_FORMS",
     "EndpointError",
-    "ExpertPolicy",
     "HFPolicy",
     "OpenAIPolicy",
     "Policy",
     "PolicyInput",
     "PolicyOutput",
-    "RandomPolicy",
+    "ScriptedPolicy",
     "load_policy",
 ]

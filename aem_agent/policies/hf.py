@@ -30,7 +30,7 @@ class HFPolicy(Policy):
     decodes greedily. With a ``seed``, call ``k`` of :meth:`act` samples under seed
     ``seed + k`` inside a forked RNG, so runs repeat without disturbing the caller's RNG.
     ``num_threads`` sets torch's CPU threads; left ``None`` the process setting stands.
-    ``reply_prefix`` pre-fills the start of every reply (e.g. ``"<action>"``, which gets very
+    ``reply_prefix`` pre-fills the start of every reply (e.g. the action tag, which gets very
     small models to answer with an action): its tokens end the prompt ids, and ``reply`` is the
     prefix plus the decoded completion. Training rollouts apply the same setting
     (:class:`aem_agent.rollout.MultiTurnRollout`), so a trained model is benchmarked as it

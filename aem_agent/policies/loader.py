@@ -8,8 +8,10 @@ from typing import Any
 from aem_agent.policies.base import Policy
 from aem_agent.policies.hf import HFPolicy
 from aem_agent.policies.openai_compat import OpenAIPolicy
-from aem_agent.policies.scripted import ExpertPolicy, RandomPolicy
+from aem_agent.policies.scripted import ScriptedPolicy
 from aem_envs.core.errors import AEMError
+from aem_envs.policies import POLICIES
+from aem_envs.reply import REPLY_FORMAT
 
 SPEC_FORMS = (
     "expert",
@@ -21,8 +23,8 @@ SPEC_FORMS = (
 )
 
 #: What ``smollm2`` replies start with unless ``reply_prefix`` is given. The 135M model
-#: rarely writes an action by itself; pre-filling ``<action>`` makes it write one.
-SMOLLM2_REPLY_PREFIX = "<action>"
+#: rarely writes an action by itself; pre-filling the action tag makes it write one.
+SMOLLM2_REPLY_PREFIX = REPLY_FORMAT.action_open
 
 _OPENAI = re.compile(r"^openai:(?P<model>.+?)@(?P<url>https?://.+)$")
 
@@ -37,10 +39,8 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
     OpenAI-compatible server such as vLLM, e.g.
     ``openai:Qwen/Qwen2.5-7B-Instruct@http://127.0.0.1:8000/v1``).
     """
-    if spec == "expert":
-        return ExpertPolicy(**kwargs)
-    if spec == "random":
-        return RandomPolicy(**kwargs)
+    if spec in POLICIES:
+        return ScriptedPolicy(POLICIES[spec](**kwargs))
     if spec == "smollm2":
         # The 135M model rarely opens the reply format by itself; starting it does the rest.
         return HFPolicy(None, **{"reply_prefix": SMOLLM2_REPLY_PREFIX, **kwargs})

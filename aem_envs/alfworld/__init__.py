@@ -22,8 +22,9 @@ Engine modules:
 - :mod:`~aem_envs.alfworld.upstream` — the upstream engine (textworld ``PddlEnv`` + Fast
   Downward), the oracle.
 
-For agents: :mod:`~aem_envs.alfworld.memory` — what an agent has learnt of the room from the
-episode's text (places searched, places left, what it holds), the memory lines of
+For agents: :mod:`~aem_envs.alfworld.brief` — what ALFWorld tells an LLM agent about itself;
+:mod:`~aem_envs.alfworld.memory` — what an agent has learnt of the room from the episode's
+text (places searched, places left, what it holds), the brief's memory for
 ``aem_agent.prompts``' compact style.
 """
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from aem_envs.core.errors import AEMError, DataError
 from aem_envs.core.io import jsonable
+from aem_envs.reply import REPLY_FORMAT
 
 #: The output folder's parts (the layout is drawn in :mod:`benchmarks.learning.experiment`).
 START_DIR = "start"
@@ -27,7 +28,7 @@ HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_spli
 #: What a config's ``warmup`` section may set (see :func:`benchmarks.learning.start.warm_up`).
 WARMUP_KEYS = ("steps", "batch_size", "learning_rate", "episodes", "seed", "expert_share")
 #: The reply format's tags, kept whole by the tiny tokenizer.
-ACTION_TAGS = ("<action>", "</action>")
+ACTION_TAGS = (REPLY_FORMAT.action_open, REPLY_FORMAT.action_close)
 
 
 class ExperimentError(AEMError, ValueError):

@@ -1,7 +1,7 @@
 """The start checkpoint every run of a learning experiment begins from.
 
-Why a warm-up: a randomly initialised model almost never writes ``item</action>`` followed by
-its end-of-turn token, so every episode is invalid, every GRPO group has one reward and there
+Why a warm-up: a randomly initialised model almost never writes an item, the closing action tag
+and its end-of-turn token, so every episode is invalid, every GRPO group has one reward and there
 is nothing to learn from. A few hundred supervised steps on replies of a *uniformly random*
 admissible action teach the format and nothing about which action is right: the model starts
 "valid but random", the state the RL comparison is about. With ``warmup.expert_share`` a
@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from aem_envs.reply import REPLY_FORMAT
 from benchmarks.learning.config import (
     ACTION_TAGS,
     START_MARKER,
@@ -44,9 +45,14 @@ MIN_WARMUP_VALID = 0.5
 
 
 def warmup_reply(action: str) -> str:
-    """The reply text of the warm-up and of the tiny tokenizer's corpus, ``<action> a</action>``:
-    one definition, so the tokenizer learns exactly the tokens the warm-up trains on."""
-    return f"{ACTION_TAGS[0]} {action}{ACTION_TAGS[1]}"
+    """The reply text of the warm-up and of the tiny tokenizer's corpus: one definition, so
+    the tokenizer learns exactly the tokens the warm-up trains on.
+
+    Why a space before the action: the tiny tokenizer's byte-level words carry their leading
+    space, as the prompts spell the actions (``Actions: go to x | ...``), so reply and prompt
+    share the action's tokens. The committed starts were built on exactly this text.
+    """
+    return REPLY_FORMAT.format(f" {action}")
 
 
 def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:

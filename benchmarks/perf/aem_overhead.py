@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from aem_envs.reply import REPLY_FORMAT
 from benchmarks.perf import perf_main, perf_row
 
 BENCHMARK = "aem"
@@ -119,7 +120,7 @@ def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> An
         seed=0,
         use_peft=True,  # what aem train does on CPU
         gradient_checkpointing=False,
-        reply_prefix="<action>",
+        reply_prefix=REPLY_FORMAT.action_open,
     )
     return build_trainer(config, model_dir)
 

@@ -1,7 +1,7 @@
 """One CPU training step of SmolLM2 on ALFWorld: today's settings against the earlier ones.
 
 The batch is 8 episodes (2 groups of 4) × up to 5 turns × 32 new tokens in the step layout,
-``reply_prefix="<action>"``, one torch thread. Both configurations run the same code, each in
+the action tag as ``reply_prefix``, one torch thread. Both configurations run the same code, each in
 a fresh child process (so peak RSS is its own), one after the other in this script:
 
 * ``ours``: what ``aem train`` does on CPU now — LoRA (``use_peft``), no gradient
@@ -34,6 +34,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from aem_envs.reply import REPLY_FORMAT
 from benchmarks.perf import perf_main, perf_row
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ COMMON: dict[str, Any] = {
     "max_turns": 5,
     "max_turn_tokens": 32,
     "max_completion_length": 4096,
-    "reply_prefix": "<action>",
+    "reply_prefix": REPLY_FORMAT.action_open,
     "max_steps": 1,
     "save_strategy": "no",
     "report_to": "none",

@@ -17,16 +17,16 @@ import pytest
 
 from aem_agent.policies import (
     EndpointError,
-    ExpertPolicy,
     HFPolicy,
     OpenAIPolicy,
     PolicyInput,
-    RandomPolicy,
+    ScriptedPolicy,
     load_policy,
 )
 from aem_agent.prompts import build_messages
 from aem_envs.core.errors import AEMError, DataError
-from aem_envs.wrappers import LLMActionWrapper, ReplyParser
+from aem_envs.policies import ExpertPolicy, RandomPolicy
+from aem_envs.wrappers import LLMActionWrapper, ReplyFormat
 from tests.fixtures.corridor import FIXTURE_ID, CorridorEnv
 
 
@@ -78,16 +78,16 @@ def test_scripted_replies_use_the_model_reply_format() -> None:
     env = CorridorEnv()
     obs, info = env.reset(seed=0)
     inp = PolicyInput(FIXTURE_ID, info["instruction"], obs, env=env)
-    for policy in (ExpertPolicy(), RandomPolicy(seed=0)):
+    for policy in (ScriptedPolicy(ExpertPolicy()), ScriptedPolicy(RandomPolicy(seed=0))):
         (out,) = policy.act([inp])
-        parsed = ReplyParser(require_think=True).parse(out.reply)
+        parsed = ReplyFormat(require_think=True).parse(out.reply)
         assert parsed.action in env.admissible_actions
         assert parsed.think
 
 
 def test_scripted_policies_need_the_env() -> None:
     inp = PolicyInput(FIXTURE_ID, "task", "obs")
-    for policy in (ExpertPolicy(), RandomPolicy()):
+    for policy in (ScriptedPolicy(ExpertPolicy()), ScriptedPolicy(RandomPolicy())):
         with pytest.raises(AEMError, match=r"PolicyInput\.env"):
             policy.act([inp])
 

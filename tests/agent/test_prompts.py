@@ -1,23 +1,29 @@
-"""Prompts: what the model is shown at each step, per environment family."""
+"""Prompts: what the model is shown at each step, with what each env says of itself."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import aem_agent.prompts
 from aem_agent.policies.base import PolicyInput
-from aem_agent.prompts import (
-    GENERIC,
-    HISTORY_OBSERVATION_CHARS,
-    TEMPLATES,
-    build_messages,
-    env_family,
-    template_for,
-)
+from aem_agent.prompts import HISTORY_OBSERVATION_CHARS, build_messages
+from aem_envs.core.brief import GENERIC_BRIEF, AgentBrief
 from aem_envs.core.errors import AEMError
-from aem_envs.wrappers import ReplyParser
+from aem_envs.registration import ENTRIES, agent_brief
+from aem_envs.reply import ReplyFormat
+
+#: Prompts as rendered before the envs described themselves (commit 5408ac4, when the
+#: templates were keyed by env family inside this package): every registered aem id, the
+#: remote client, the test and learning-harness envs and an unknown id, in both styles, on
+#: inputs from real ALFWorld and WebShop episodes and on made-up ones.
+FROZEN = Path(__file__).parent / "data" / "prompts.json"
 
 
 def _input(env_id: str = "aem/ALFWorld-v0", steps: int = 0, **kwargs) -> PolicyInput:
@@ -40,7 +46,7 @@ def _user(inp: PolicyInput, **kwargs) -> str:
 def test_prompt_holds_task_observation_and_reply_format() -> None:
     text = _user(_input())
     example = text.split("Example reply: ", 1)[1]
-    assert ReplyParser(require_think=True).parse(example).action == "go to cabinet 1"
+    assert ReplyFormat(require_think=True).parse(example).action == "go to cabinet 1"
     assert "Your task is to: put a clean mug in the coffeemachine" in text
     assert "You are in the middle of a room." in text
     assert "<think>" in text and "</think>" in text
@@ -94,17 +100,55 @@ def test_admissible_actions_listed_when_the_env_has_them() -> None:
     assert "Admissible actions" not in _user(_input("aem/SWE-v0", admissible_actions=None))
 
 
-def test_each_family_has_its_template_and_unknown_ids_get_the_generic_one() -> None:
-    assert env_family("aem/WebShopBrowser-v0") == "WebShopBrowser"
-    assert env_family("aem_envs:aem/ALFWorld-v0") == "ALFWorld"
-    assert template_for("aem/ALFWorld-v0") is TEMPLATES["ALFWorld"]
-    assert template_for("aem/WebShop-v0") is TEMPLATES["WebShop"]
-    assert template_for("aem/WebShopBrowser-v0") is TEMPLATES["WebShop"]
-    assert template_for("aem/SWE-v0") is TEMPLATES["SWE"]
-    assert template_for("aemtest/Corridor-v0") is GENERIC
-    systems = {build_messages(_input(env))[0]["content"] for env in TEMPLATES}
-    assert len(systems) == len(TEMPLATES)
+@pytest.mark.parametrize("item", ENTRIES, ids=[e.id for e in ENTRIES])
+def test_every_aem_id_describes_itself_to_the_agent(item: Any) -> None:
+    brief = agent_brief(item.id)
+    assert isinstance(brief, AgentBrief) and brief is not GENERIC_BRIEF
+    assert agent_brief(f"aem_envs:{item.id}") is brief
+    messages = build_messages(_input(item.id))
+    assert messages[0]["content"] == brief.role
+    assert brief.action_hint in messages[1]["content"]
+    example = messages[1]["content"].split("Example reply: ", 1)[1]
+    assert ReplyFormat(require_think=True).parse(example).action == brief.example_action
+
+
+def test_ids_without_a_brief_get_the_generic_one_and_variants_share_their_base() -> None:
+    assert agent_brief("aemtest/Corridor-v0") is GENERIC_BRIEF
+    assert agent_brief("user/ALFWorldLike-v0") is GENERIC_BRIEF
+    assert agent_brief("aem/WebShopBrowser-v0") is agent_brief("aem/WebShop-v0")
+    roles = {agent_brief(e.id).role for e in ENTRIES}
+    assert len(roles) == len({e.brief for e in ENTRIES}) == len(ENTRIES) - 1
     assert "search[" in _user(_input("aem/WebShop-v0"))
+
+
+def test_the_prompts_module_names_no_env() -> None:
+    """What differs per env comes from its brief: adding an env never edits the agent."""
+    source = Path(aem_agent.prompts.__file__).read_text(encoding="utf-8")
+    names = {re.sub(r"-v\d+$", "", e.id.split("/")[-1]) for e in ENTRIES}
+    assert names >= {"ALFWorld", "WebShop", "SWE"}
+    assert not [name for name in names if re.search(rf"\b{name}", source, re.I)]
+
+
+def _frozen_cases() -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = json.loads(FROZEN.read_text(encoding="utf-8"))
+    return cases
+
+
+@pytest.mark.parametrize(
+    "case", _frozen_cases(), ids=lambda c: f"{c['input']['env_id']}-{len(c['input']['history'])}"
+)
+def test_prompts_render_as_before_the_envs_described_themselves(case: dict[str, Any]) -> None:
+    given = case["input"]
+    inp = PolicyInput(
+        given["env_id"],
+        given["instruction"],
+        given["observation"],
+        [tuple(pair) for pair in given["history"]],
+        given["admissible_actions"],
+    )
+    for key, expected in case["messages"].items():
+        style, window = key.split("/")
+        assert build_messages(inp, history_window=int(window), style=style) == expected, key
 
 
 def test_system_prompt_override() -> None:

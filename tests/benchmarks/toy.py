@@ -14,8 +14,10 @@ from typing import ClassVar
 import gymnasium as gym
 
 from aem_agent.policies import Policy, PolicyInput, PolicyOutput
-from aem_agent.policies.scripted import ExpertPolicy, format_reply
+from aem_agent.policies.scripted import ScriptedPolicy
 from aem_envs import DataError, Outcome, Task, TextEnv
+from aem_envs.policies import ExpertPolicy
+from aem_envs.reply import REPLY_FORMAT
 
 COUNTER_ID = "aemtest/Counter-v0"
 ENV = f"{__name__}:{COUNTER_ID}"
@@ -79,7 +81,7 @@ class BatchingExpert(Policy):
     name = "batching"
 
     def __init__(self) -> None:
-        self.expert = ExpertPolicy()
+        self.expert = ScriptedPolicy(ExpertPolicy())
         self.batch_sizes: list[int] = []
         self.closed = False
 
@@ -111,4 +113,4 @@ class _Constant(Policy):
         self.action = action
 
     def act(self, inputs: Sequence[PolicyInput]) -> list[PolicyOutput]:
-        return [PolicyOutput(format_reply(self.action, "always")) for _ in inputs]
+        return [PolicyOutput(REPLY_FORMAT.format(self.action, "always")) for _ in inputs]

@@ -11,6 +11,7 @@ import gymnasium as gym
 import pytest
 
 from aem_envs.core.errors import ArgumentError
+from aem_envs.policies import ExpertPolicy, RandomPolicy
 from aem_envs.vector import RayActorFailed, RayConnectError, make_ray_env
 from aem_envs.vector.cluster import check_address
 from aem_envs.wrappers import LLMActionWrapper
@@ -79,3 +80,21 @@ def test_a_bad_address_is_one_line_naming_the_fix(address: str, message: str) ->
     with pytest.raises(RayConnectError, match=message) as caught:
         check_address(address)
     assert "\n" not in str(caught.value) and "`ray start --head`" in str(caught.value)
+
+
+def test_the_env_policies_play_an_env_in_an_actor_as_a_local_one(
+    ray_cluster: ModuleType,
+) -> None:
+    """They read the env through ``get_wrapper_attr``, which the proxy forwards."""
+    local = LLMActionWrapper(gym.make("aem_envs:aem/ALFWorld-v0", max_steps=6))
+    remote = LLMActionWrapper(make_ray_env("aem_envs:aem/ALFWorld-v0", max_steps=6))
+    try:
+        played = []
+        for env in (remote, local):
+            env.reset(seed=2)
+            expert, random = ExpertPolicy(), RandomPolicy(seed=0)
+            played.append([(expert.act(env), random.act(env)) for _ in range(2)])
+        assert played[0] == played[1]
+    finally:
+        remote.close()
+        local.close()

@@ -1,4 +1,4 @@
-"""Parsing free-form LLM replies into actions, and the invalid path for bad replies."""
+"""The wrapper: replies parsed into actions, and the invalid path for bad replies."""
 
 from __future__ import annotations
 
@@ -7,41 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aem_envs.wrappers import LLMActionWrapper, ReplyParser
+from aem_envs.wrappers import LLMActionWrapper, ReplyFormat
 from tests.fixtures.corridor import FIXTURE_ID, CorridorEnv, register_fixture
-
-
-@pytest.mark.parametrize(
-    ("reply", "action", "think"),
-    [
-        ("<think>go</think><action>go east</action>", "go east", "go"),
-        ("<ACTION> look </ACTION>", "look", None),
-        ("<action>a</action> then <action>b</action>", "b", None),
-        ('{"action": "look"}', "look", None),
-        ('call {"name": "act", "arguments": {"action": "go west"}}', "go west", None),
-    ],
-)
-def test_parser_extracts_action_and_think(reply: str, action: str, think: str | None) -> None:
-    parsed = ReplyParser().parse(reply)
-    assert (parsed.action, parsed.think, parsed.error) == (action, think, None)
-
-
-@pytest.mark.parametrize(
-    ("parser", "reply", "error"),
-    [
-        (ReplyParser(), "I would go east.", "no <action>"),
-        (ReplyParser(), "<action>  </action>", "empty"),
-        (ReplyParser(require_think=True), "<action>look</action>", "no <think>"),
-        (ReplyParser(last=False), "<action>a</action><action>b</action>", "2 actions"),
-        (ReplyParser(allow_json=False), '{"action": "look"}', "no <action>"),
-        (ReplyParser(max_action_length=3), "<action>look</action>", "longer"),
-    ],
-)
-def test_parser_rejects_replies_without_one_usable_action(
-    parser: ReplyParser, reply: str, error: str
-) -> None:
-    parsed = parser.parse(reply)
-    assert parsed.action is None and error in parsed.error
 
 
 def test_wrapper_steps_parsed_actions_and_penalises_bad_replies() -> None:
@@ -65,11 +32,21 @@ def test_any_reply_is_a_step_never_an_exception(reply: str) -> None:
 
 def test_wrapper_records_its_constructor_arguments() -> None:
     register_fixture()
-    parser = ReplyParser(require_think=True)
-    env = LLMActionWrapper(gym.make(FIXTURE_ID), parser=parser)
+    reply_format = ReplyFormat(require_think=True)
+    env = LLMActionWrapper(gym.make(FIXTURE_ID), reply_format=reply_format)
     recorded = env.spec.additional_wrappers[-1]
-    assert recorded.name == "LLMActionWrapper" and recorded.kwargs == {"parser": parser}
+    assert recorded.name == "LLMActionWrapper"
+    assert recorded.kwargs == {"reply_format": reply_format}
     again = gym.make(env.spec)
-    assert isinstance(again, LLMActionWrapper) and again.parser == parser
+    assert isinstance(again, LLMActionWrapper) and again.reply_format == reply_format
     again.close()
     env.close()
+
+
+def test_wrapper_reads_the_reply_format_it_is_given() -> None:
+    env = LLMActionWrapper(CorridorEnv(), ReplyFormat(action_tag="act"))
+    env.reset(seed=0)
+    _, _, _, _, info = env.step("<act>look</act>")
+    assert info["action_valid"] and info["parsed_action"] == "look"
+    obs, _, _, _, info = env.step("<action>look</action>")
+    assert not info["action_valid"] and "no <act>...</act>" in obs

@@ -8,7 +8,7 @@ FAST := not slow and not docker and not bwrap and not browser
 install:  ## everything, as the README's first command does (root, Debian)
 	bash scripts/install.sh
 
-check:  ## ruff check, ruff format --check, codespell, mypy: what CI runs first
+check:  ## ruff check, ruff format --check, codespell, mypy, import layers: what CI runs first
 	bash scripts/check.sh
 
 test-fast:  ## the tests that need no Docker engine, bubblewrap or browser, and no slow ones

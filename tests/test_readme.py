@@ -35,5 +35,5 @@ def test_ci_runs_the_static_checks_before_the_tests() -> None:
     assert ci_lines.index("bash scripts/check.sh") < ci_lines.index(_setup_commands()[1])
     checks = (ROOT / "scripts/check.sh").read_text()
     assert "set -euo pipefail" in checks
-    for tool in ('ruff" check', 'ruff" format --check', "codespell", "mypy"):
+    for tool in ('ruff" check', 'ruff" format --check', "codespell", "mypy", "lint-imports"):
         assert tool in checks, f"scripts/check.sh does not run {tool}"

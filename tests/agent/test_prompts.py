@@ -22,7 +22,8 @@ from aem_envs.reply import ReplyFormat
 #: Prompts as rendered before the envs described themselves (commit 5408ac4, when the
 #: templates were keyed by env family inside this package): every registered aem id, the
 #: remote client, the test and learning-harness envs and an unknown id, in both styles, on
-#: inputs from real ALFWorld and WebShop episodes and on made-up ones.
+#: inputs from real ALFWorld and WebShop episodes and on made-up ones. After a prompt change
+#: that is meant, ``python -m tests.agent.test_prompts`` renders the stored inputs anew.
 FROZEN = Path(__file__).parent / "data" / "prompts.json"
 
 
@@ -138,6 +139,11 @@ def _frozen_cases() -> list[dict[str, Any]]:
     "case", _frozen_cases(), ids=lambda c: f"{c['input']['env_id']}-{len(c['input']['history'])}"
 )
 def test_prompts_render_as_before_the_envs_described_themselves(case: dict[str, Any]) -> None:
+    assert _rendered(case) == case["messages"]
+
+
+def _rendered(case: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """``case``'s input in every style and window the fixture keys (``style/window``)."""
     given = case["input"]
     inp = PolicyInput(
         given["env_id"],
@@ -146,9 +152,11 @@ def test_prompts_render_as_before_the_envs_described_themselves(case: dict[str, 
         [tuple(pair) for pair in given["history"]],
         given["admissible_actions"],
     )
-    for key, expected in case["messages"].items():
+    rendered = {}
+    for key in case["messages"]:
         style, window = key.split("/")
-        assert build_messages(inp, history_window=int(window), style=style) == expected, key
+        rendered[key] = build_messages(inp, history_window=int(window), style=style)
+    return rendered
 
 
 def test_system_prompt_override() -> None:
@@ -199,3 +207,10 @@ def test_compact_alfworld_prompt_states_the_memory_instead_of_places() -> None:
 def test_unknown_prompt_style_is_one_clear_error() -> None:
     with pytest.raises(AEMError, match="prompt style 'tiny' is unknown"):
         build_messages(_input(), style="tiny")  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    from aem_envs.core.io import atomic_write_text
+
+    cases = [{**case, "messages": _rendered(case)} for case in _frozen_cases()]
+    atomic_write_text(FROZEN, json.dumps(cases, indent=1, ensure_ascii=False))

@@ -135,7 +135,7 @@ def play(env: gym.Env, policy: Policy | None, args: argparse.Namespace) -> int:
         + (f" · policy {args.policy}" if args.policy else "")
     )
     while not done:
-        show("\n" + status_line(info["step"], limit, reward, total, info["score"]))
+        show("\n" + status_line(limit, reward, total, info))
         show(obs)
         admissible = info.get("admissible_actions")
         if policy is None:
@@ -158,18 +158,20 @@ def play(env: gym.Env, policy: Policy | None, args: argparse.Namespace) -> int:
         total += float(reward)
         done = bool(terminated or truncated)
     if done:
-        show("\n" + status_line(info["step"], limit, reward, total, info["score"]))
+        show("\n" + status_line(limit, reward, total, info))
         show(obs)
     print(result_line(info, total, limit, stopped=stopped))
     return 0
 
 
-def status_line(step: int, limit: int | None, reward: Any, total: float, score: float) -> str:
-    """``── step 3/15 · reward -0.10 · return -0.20 · score 0.000 ──``."""
+def status_line(limit: int | None, reward: Any, total: float, info: dict[str, Any]) -> str:
+    """``── step 3/15 · reward -0.10 (invalid action) · return -0.20 · score 0.000 ──``."""
+    step = info["step"]
     parts = [f"step {step}/{limit}" if limit else f"step {step}"]
     if reward is not None:
-        parts.append(f"reward {float(reward):+.2f}")
-    parts += [f"return {total:+.2f}", f"score {float(score):.3f}"]
+        invalid = "" if info.get("action_valid", True) else " (invalid action)"
+        parts.append(f"reward {float(reward):+.2f}{invalid}")
+    parts += [f"return {total:+.2f}", f"score {float(info['score']):.3f}"]
     return "── " + " · ".join(parts) + " ──"
 
 

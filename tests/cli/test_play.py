@@ -38,12 +38,15 @@ def test_a_person_picks_actions_by_number_and_sees_reward_return_score_and_limit
     )
 
 
-def test_a_person_may_stop_and_still_gets_the_summary(monkeypatch, capsys) -> None:
-    _typed(monkeypatch, "look", "quit")
+def test_an_invalid_action_is_marked_and_a_person_may_stop_with_a_summary(
+    monkeypatch, capsys
+) -> None:
+    _typed(monkeypatch, "look", "fly", "quit")
     assert main(["play", FIXTURE_ID, "--max-steps", "5"]) == 0
     out = capsys.readouterr().out
     assert "── step 1/5 · reward +0.00 · return +0.00 · score 0.000 ──" in out
-    assert out.rstrip().splitlines()[-1].startswith("stopped: won=False score=0.000")
+    assert "── step 2/5 · reward -0.10 (invalid action) · return -0.10 · score 0.000 ──" in out
+    assert out.rstrip().splitlines()[-1].startswith("stopped: won=False score=0.000 return=-0.10")
 
 
 def test_watching_a_policy_shows_its_reply_and_the_parsed_action(capsys) -> None:

@@ -13,7 +13,7 @@ import importlib
 import shutil
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
@@ -228,4 +228,4 @@ def watched_reply(
         admissible_actions=info.get("admissible_actions"),
         env=env,
     )
-    return cast("str", policy.act([inp])[0].reply)
+    return policy.act([inp])[0].reply

@@ -32,7 +32,7 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, ...]]:
     plays side by side share each batched call, so this is what an episode cost, not its
     wall time (the report shows both).
     """
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for row in results["summary"]:
         episodes = [
             e

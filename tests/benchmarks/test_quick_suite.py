@@ -29,7 +29,8 @@ MAIN_JOB = ("expert", "smollm2", "aem-ref")
 
 def test_quick_tasks_are_the_held_out_split_spread_by_rule_for_every_policy() -> None:
     (entry,) = QUICK.envs
-    assert entry.env_id == "aem/ALFWorld-v0" and entry.split != TRAINING_SPLIT
+    assert entry.env_id == "aem/ALFWorld-v0"
+    assert entry.split is not None and entry.split != TRAINING_SPLIT
     assert not entry.task_ids, "no hand-picked ids: the rule picks them"
     env = ALFWorldEnv()  # ids repeat across splits (as ALFWorld's do): the split is the key
     try:

@@ -85,12 +85,13 @@ def check_task_id(env: gym.Env, split: str | None, task_id: str | None) -> None:
     chosen = split or inner.splits[0]
     if task_id not in set(inner.task_ids(chosen)):
         raise ArgumentError(
-            f"--task-id {task_id!r} is not in split {chosen!r} of {args_env(env)}; "
-            f"list them with `aem envs {args_env(env)} --tasks --split {chosen}`"
+            f"--task-id {task_id!r} is not in split {chosen!r} of {env_name(env)}; "
+            f"list them with `aem envs {env_name(env)} --tasks --split {chosen}`"
         )
 
 
-def args_env(env: gym.Env) -> str:
+def env_name(env: gym.Env) -> str:
+    """The id ``env`` was made with, as ``aem envs`` lists it."""
     return env.spec.id.split(":", 1)[-1] if env.spec else type(env.unwrapped).__name__
 
 
@@ -130,7 +131,7 @@ def play(env: gym.Env, policy: Policy | None, args: argparse.Namespace) -> int:
     history: list[tuple[str, str]] = []
     total, reward, done, stopped = 0.0, None, False, False
     show(
-        f"{args_env(env)} · task {info['task_id']} ({info['task_type']}) · "
+        f"{env_name(env)} · task {info['task_id']} ({info['task_type']}) · "
         f"split {args.split or getattr(env.unwrapped, 'splits', ['?'])[0]} · seed {args.seed}"
         + (f" · policy {args.policy}" if args.policy else "")
     )
@@ -221,7 +222,7 @@ def watched_reply(
     from aem_agent.policies import PolicyInput
 
     inp = PolicyInput(
-        env_id=args_env(env),
+        env_id=env_name(env),
         instruction=str(info.get("instruction", "")),
         observation=obs,
         history=list(history),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, NoReturn
 
 from aem_envs.core.errors import ArgumentError
@@ -44,7 +43,6 @@ def at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
         return value
 
-    parse.__name__ = f"integer >= {minimum}"
     return parse
 
 
@@ -75,14 +73,6 @@ def non_negative_float(text: str) -> float:
     value = _number(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
-
-
-def share(text: str) -> float:
-    """A share between 0 and 1."""
-    value = _number(text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text}")
     return value
 
 
@@ -119,11 +109,3 @@ def policy_spec(text: str) -> str:
     except ArgumentError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
-
-
-def existing_file(text: str) -> Path:
-    """A path to a file that exists."""
-    path = Path(text)
-    if not path.is_file():
-        raise argparse.ArgumentTypeError(f"{text} is not a file")
-    return path

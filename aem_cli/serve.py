@@ -10,6 +10,7 @@ from aem_cli.arguments import non_negative_float, port, positive_int
 from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.play import make_env
 from aem_envs.core.errors import ArgumentError
+from aem_envs.registration import resolve_env_id
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from aem_envs.remote import server
 
     max_sessions = server.DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
+    resolve_env_id(args.env_id)  # an unknown id first: it is the likelier typo
     check_can_listen(args.host, args.port)
     idle = server.DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
     make = functools.partial(make_env, args)

@@ -13,6 +13,7 @@ import argparse
 import os
 from pathlib import Path
 
+from aem_cli.arguments import policy_spec, positive_int
 from aem_cli.run_flags import add_ray_flag
 from aem_envs.core.errors import AEMError
 
@@ -36,24 +37,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--policy",
         action="append",
         dest="policies",
+        type=policy_spec,
         metavar="SPEC",
         help="expert, random, smollm2, aem-ref, hf:<path>, openai:<model>@<base_url>; repeatable "
         "(default: expert)",
     )
     parser.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=min(4, os.cpu_count() or 1),
         help="processes playing expert/random episodes in parallel (default: min(4, cores))",
     )
     parser.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=8,
         help="episodes a model policy plays side by side, one batched call per turn (default: 8)",
     )
     parser.add_argument("--out", type=Path, help=f"run folder (default: {DEFAULT_OUT}/<suite>)")
-    parser.add_argument("--limit", type=int, help="play at most N tasks of each env")
+    parser.add_argument("--limit", type=positive_int, help="play at most N tasks of each env")
     parser.add_argument(
         "--resume",
         action=argparse.BooleanOptionalAction,
@@ -111,13 +113,14 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.results import build_results, write_results
     from benchmarks.runner import policy_source, run_bench
     from benchmarks.suite import load_suite
+    from benchmarks.summary import summary_lines
 
-    if args.limit is not None and args.limit < 1:
-        raise AEMError(f"--limit must be at least 1, got {args.limit}")
     suite = load_suite(args.suite)
     specs = list(dict.fromkeys(args.policies or ["expert"]))
     sources = [policy_source(spec, suite.kwargs_for(spec)) for spec in specs]
     out = args.out or DEFAULT_OUT / suite.name
+    if out.exists() and not out.is_dir():
+        raise AEMError(f"--out {out} is a file; give a run folder (new or an earlier run's)")
     bench = run_bench(
         suite,
         sources,
@@ -150,12 +153,7 @@ def run(args: argparse.Namespace) -> int:
     )
     results_path = write_results(out, results)
     report = write_report(out, results)
-    for row in results["summary"]:
-        print(
-            f"{row['policy']:>12}  {row['env_id']:<24} success {row['success_rate']:5.1f}%  "
-            f"score {row['mean_score']:5.1f}%  steps {row['mean_steps']:5.1f}  "
-            f"({row['episodes']} episodes)"
-        )
+    print("\n".join(summary_lines(results)))
     print(
         f"played {bench.played - len(bench.errors)} episodes, reused {bench.skipped}, "
         f"failed {len(bench.errors)}"

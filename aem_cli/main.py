@@ -2,6 +2,8 @@
 
 Each sub-command module defines ``add_parser(subparsers)`` and is imported only when the
 distribution ships it, so ``aem`` starts fast and works with only some extras installed.
+Arguments are checked while parsing (:mod:`aem_cli.arguments`), so a bad one is one line
+before any env or model is built.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import importlib.util
 import sys
 from collections.abc import Sequence
 
+from aem_cli.arguments import Parser
 from aem_envs.core.errors import AEMError
 from sandboxes.errors import SandboxError
 
@@ -19,7 +22,7 @@ SUBCOMMANDS: tuple[str, ...] = ("envs", "play", "serve", "bench", "train", "sft"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="aem",
         description="aem: Gymnasium environments, the AEM agent and a benchmark harness.",
     )
@@ -32,8 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return int(args.func(args) or 0)
     except (AEMError, SandboxError) as exc:  # the two families of one-line errors
         print(f"aem: error: {exc}", file=sys.stderr)

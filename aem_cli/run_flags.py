@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from aem_cli.arguments import positive_float
 from aem_envs.vector import LOCAL
 
 
@@ -28,7 +29,7 @@ def add_run_flags(
     parser.add_argument(
         "--model", default=model, help="'smollm2' (bundled, default) or a checkpoint directory"
     )
-    parser.add_argument("--lr", type=float, default=lr, help="learning rate")
+    parser.add_argument("--lr", type=positive_float, default=lr, help="learning rate")
     parser.add_argument(
         "--seed", type=int, default=seed, help="seed of tasks, sampling and initialisation"
     )

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import socket
 
+from aem_cli.arguments import non_negative_float, port, positive_int
 from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.play import make_env
 from aem_envs.core.errors import ArgumentError
+from aem_envs.registration import resolve_env_id
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -16,17 +19,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("env_id", help="an id from `aem envs`, e.g. aem/ALFWorld-v0")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=port, default=8000, help="TCP port (default: 8000)")
     parser.add_argument(
-        "--max-sessions", type=int, default=None, help="concurrent sessions (envs) at most"
+        "--max-sessions", type=positive_int, default=None, help="concurrent sessions (envs) at most"
     )
     parser.add_argument(
         "--idle-timeout",
-        type=float,
+        type=non_negative_float,
         default=None,
         help="seconds a session may sit idle before its env is closed; 0: never",
     )
-    parser.add_argument("--max-steps", type=int, help="episode step limit")
+    parser.add_argument("--max-steps", type=positive_int, help="episode step limit")
     add_env_kwargs_flag(parser)
     parser.set_defaults(func=run)
 
@@ -35,8 +38,8 @@ def run(args: argparse.Namespace) -> int:
     from aem_envs.remote import server
 
     max_sessions = server.DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
-    if max_sessions < 1:
-        raise ArgumentError(f"--max-sessions {max_sessions} must be at least 1")
+    resolve_env_id(args.env_id)  # an unknown id first: it is the likelier typo
+    check_can_listen(args.host, args.port)
     idle = server.DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
     make = functools.partial(make_env, args)
     # Make one env first: an unknown id, a bad keyword or a missing engine fails here, in one
@@ -58,3 +61,18 @@ def run(args: argparse.Namespace) -> int:
     )
     server.serve(app, host=args.host, port=args.port)
     return 0
+
+
+def check_can_listen(host: str, port: int) -> None:
+    """Bind ``host:port`` once and let go, so a taken port or a foreign address is one line
+    before any env is made (the server itself would fail only after start-up)."""
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ArgumentError(
+            f"cannot listen on {host}:{port} ({reason}); choose another --port or --host"
+        ) from None

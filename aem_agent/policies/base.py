@@ -34,7 +34,7 @@ class PolicyInput:
 
 @dataclass
 class PolicyOutput:
-    """A raw reply (parsed by :class:`aem_envs.wrappers.ReplyParser`) and its token counts."""
+    """A raw reply (parsed by :class:`aem_envs.reply.ReplyFormat`) and its token counts."""
 
     reply: str
     prompt_tokens: int = 0

@@ -7,26 +7,29 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aem_envs.core.errors import require
 from aem_envs.core.io import atomic_write_bytes, atomic_write_text
 from benchmarks.published import caveat
+from benchmarks.report.episodes import page_of, write_episode_pages
 from benchmarks.report.plots import Plot, make_plots
+from benchmarks.report.render import render
 from benchmarks.report.tables import (
     Table,
+    episodes_anchor,
     published_tables,
     settings_rows,
     summary_table,
     task_type_tables,
 )
 
-TEMPLATE = Path(__file__).with_name("template.html")
 PLOTS_DIR = "plots"
 NO_PUBLISHED = "No environment of this run has published numbers to show beside it."
 
 
 def write_report(run_dir: str | os.PathLike[str], results: dict[str, Any]) -> dict[str, Path]:
-    """Write plots, ``report.md`` and ``report.html`` into ``run_dir``; return their paths."""
+    """Write plots, ``report.md``, ``report.html`` and the episode pages into ``run_dir``;
+    return the reports' paths."""
     run_dir = Path(run_dir)
+    write_episode_pages(run_dir, results)
     plots = make_plots(results)
     for plot in plots:
         atomic_write_bytes(run_dir / PLOTS_DIR / plot.name, plot.png)
@@ -101,14 +104,12 @@ def render_html(
     results: dict[str, Any], tables: list[Table], comparison: list[Table], plots: list[Plot]
 ) -> str:
     """One HTML file with its CSS inline and plots as ``data:`` URIs: no external assets."""
-    jinja2 = require("bench", "jinja2", feature="the HTML benchmark report")
-    environment = jinja2.Environment(autoescape=True, keep_trailing_newline=True)
-    template = environment.from_string(TEMPLATE.read_text(encoding="utf-8"))
     images = [
         {"caption": p.caption, "src": "data:image/png;base64," + base64.b64encode(p.png).decode()}
         for p in plots
     ]
-    return template.render(
+    return render(
+        "report.html",
         suite=results["suite"],
         statement=_data_statement(results),
         settings=settings_rows(results),
@@ -117,5 +118,23 @@ def render_html(
         caveat=caveat(),
         no_published=NO_PUBLISHED,
         images=images,
+        episodes=episode_groups(results),
         errors=results["errors"],
     )
+
+
+def episode_groups(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The episodes of each summary row (policy × env), each with its page if it has one."""
+    return [
+        {
+            "anchor": episodes_anchor(row["policy"], row["env_id"]),
+            "policy": row["policy"],
+            "env_id": row["env_id"],
+            "episodes": [
+                {**e, "page": page_of(e)}
+                for e in results["episodes"]
+                if e["policy"] == row["policy"] and e["env_id"] == row["env_id"]
+            ],
+        }
+        for row in results["summary"]
+    ]

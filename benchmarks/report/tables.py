@@ -22,6 +22,9 @@ class Table:
     note: str = ""
     kind: str = "ours"
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Per row, where the cell in column ``link_column`` links to in the HTML report.
+    links: list[str] = field(default_factory=list)
+    link_column: int = 0
 
 
 def pct(value: float | None) -> str:
@@ -62,9 +65,16 @@ def summary_table(results: dict[str, Any]) -> Table:
     ]
     note = (
         "success and score in %; invalid actions as a share of steps; wall time runs from an "
-        "episode's reset to its end, so episodes a model plays side by side share it."
+        "episode's reset to its end, so episodes a model plays side by side share it. "
+        "Click a number of episodes to see them, step by step."
     )
-    return Table("Results per environment", headers, rows, note=note)
+    links = [f"#{episodes_anchor(r['policy'], r['env_id'])}" for r in results["summary"]]
+    return Table("Results per environment", headers, rows, note=note, links=links, link_column=2)
+
+
+def episodes_anchor(policy: str, env_id: str) -> str:
+    """The id of the report's list of ``policy``'s episodes on ``env_id``."""
+    return "episodes-" + "".join(c if c.isalnum() else "-" for c in f"{policy}-{env_id}")
 
 
 def task_type_tables(results: dict[str, Any]) -> list[Table]:

@@ -213,14 +213,14 @@ def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.browser
-def test_sft_output_plays_the_quick_suite_through_aem_bench(tiny_model_dir, tmp_path) -> None:
+def test_sft_output_plays_the_smoke_suite_through_aem_bench(tiny_model_dir, tmp_path) -> None:
     """The README's warm start as a user runs it: ``aem sft`` on ALFWorld's expert, then
-    ``aem bench --suite quick --policy hf:<output>`` on every env of the quick suite."""
+    ``aem bench --suite smoke --policy hf:<output>`` on every env of the smoke suite."""
     sft_out, bench_out = tmp_path / "sft", tmp_path / "bench"
     sft = ["sft", "aem/ALFWorld-v0", "--model", str(tiny_model_dir), "--output-dir", str(sft_out)]
     flags = ["--episodes", "1", "--max-turns", "12", "--epochs", "1", "--torch-threads", "1"]
     assert main([*sft, *flags, "--reply-prefix", "<action>", "--max-turn-tokens", "8"]) == 0
-    bench = ["bench", "--suite", "quick", "--policy", f"hf:{sft_out}", "--limit", "1"]
+    bench = ["bench", "--suite", "smoke", "--policy", f"hf:{sft_out}", "--limit", "1"]
     assert main([*bench, "--out", str(bench_out), "--no-progress"]) == 0
     results = json.loads((bench_out / "results.json").read_text())
     played = {row["env_id"]: row["episodes"] for row in results["summary"]}

@@ -52,26 +52,6 @@ def test_bench_writes_results_and_report_and_prints_where(tmp_path, capsys) -> N
     assert "| expert | aemtest/Counter-v0 | (all) | 4/4 | 100.0 → 100.0 (+0.0) |" in table
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--suite", "nope"], "unknown suite 'nope'; choose one of"),
-        (["--suite", "alfworld-real"], "needs $ALFWORLD_DATA"),
-        (["--suite", "{suite}", "--policy", "bogus"], "unknown policy 'bogus'"),
-        (["--suite", "{suite}", "--limit", "0"], "--limit must be at least 1"),
-        (["compare", "{out}", "{out}"], "does not exist"),
-    ],
-)
-def test_bad_input_is_one_line_error(argv, message, capsys, monkeypatch, tmp_path) -> None:
-    monkeypatch.delenv("ALFWORLD_DATA", raising=False)
-    suite = write_suite(tmp_path / "toy.yaml", tasks=1)
-    argv = [arg.format(suite=suite, out=tmp_path / "o") for arg in argv]
-    options = [] if argv[0] == "compare" else ["--out", str(tmp_path / "o"), "--no-progress"]
-    assert main(["bench", *argv, *options]) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1 and "Traceback" not in err
-
-
 def _without_times(value: Any) -> Any:
     """``value`` with every timing field left out (they differ from run to run)."""
     if isinstance(value, dict):

@@ -15,9 +15,9 @@ def test_bundled_suites_parse_and_real_data_suites_declare_their_variables() -> 
         assert suite.name == name and suite.envs and suite.description
     assert load_suite("alfworld-real").envs[0].requires == ("ALFWORLD_DATA",)
     assert load_suite("swebench-verified").envs[0].requires == ("SWEBENCH_DATASET",)
-    quick = load_suite("quick")
-    assert all(e.tasks is not None and e.tasks <= 3 for e in quick.envs)
-    assert all(e.model_max_steps is not None for e in quick.envs)
+    smoke = load_suite("smoke")
+    assert all(e.tasks is not None and e.tasks <= 3 for e in smoke.envs)
+    assert all(e.model_max_steps is not None for e in smoke.envs)
 
 
 def test_real_data_suite_names_the_missing_variable_or_path(monkeypatch, tmp_path) -> None:

@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from aem_cli.main import main
 from aem_envs.core.errors import MissingDependencyError, require
 
 
@@ -39,36 +38,6 @@ def test_bad_env_id_is_one_clear_line() -> None:
 def test_missing_optional_dependency_names_the_extra() -> None:
     with pytest.raises(MissingDependencyError, match=r"pip install 'aem\[swe\]'"):
         require("swe", "surely_not_a_module_xyz", feature="aem/SWE-v0")
-
-
-def test_play_expert_policy_wins(capsys) -> None:
-    from tests.fixtures.corridor import FIXTURE_ID, register_fixture
-
-    register_fixture()
-    assert main(["play", FIXTURE_ID, "--policy", "expert", "--seed", "4", "--quiet"]) == 0
-    assert "won=True score=1.000 return=10.00" in capsys.readouterr().out
-
-
-def test_play_reads_actions_from_a_person(monkeypatch, capsys) -> None:
-    from tests.fixtures.corridor import FIXTURE_ID, register_fixture
-
-    register_fixture()
-    answers = iter(["look", "go east"])
-    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
-    assert main(["play", FIXTURE_ID, "--max-steps", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "admissible: go east | look" in out and "steps=2" in out
-
-
-@pytest.mark.parametrize(
-    ("text", "message"), [("[1]", "must be a JSON object"), ("{oops", "not valid JSON")]
-)
-def test_env_kwargs_that_are_not_a_json_object_are_one_line(
-    text: str, message: str, capsys
-) -> None:
-    assert main(["play", "aem/ALFWorld-v0", "--policy", "expert", "--env-kwargs", text]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and "--env-kwargs" in err and len(err.splitlines()) == 1
 
 
 def test_sft_passes_env_kwargs_to_its_envs() -> None:

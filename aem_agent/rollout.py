@@ -331,7 +331,10 @@ class MultiTurnRollout:
         step: tuple[str, SupportsFloat, bool, bool, dict[str, Any]],
     ) -> None:
         obs, reward, terminated, truncated, info = step
-        episode.turns.append(Turn(context, reply, text, float(reward), info["action_valid"]))
+        turn_record = Turn(
+            context, reply, text, float(reward), info["action_valid"], inp.observation
+        )
+        episode.turns.append(turn_record)
         episode.completion_ids += reply.ids
         episode.env_mask += [1] * len(reply.ids)
         episode.logprobs += reply.logprobs
@@ -341,6 +344,9 @@ class MultiTurnRollout:
         episode.won = bool(info["won"])
         episode.score = float(info["score"])
         episode.done = bool(terminated or truncated)
+        if info.get("infra_error"):
+            episode.infra_error = str(info["infra_error"])
+            episode.done = True
         inp.history.append((inp.observation, info.get("parsed_action") or text))
         inp.observation = obs
         inp.admissible_actions = info["admissible_actions"]

@@ -23,6 +23,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from aem_agent import steps
+from aem_agent.credit.turns import RowTurns
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -62,11 +63,13 @@ class StepLayoutMixin(_Base):
         device = out["advantages"].device
         assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
         chunks = self.args.steps_per_generation if self.model.training else 1
-        local_rows = sum(len(x["steps"]) for x in inputs)
+        # Infrastructure-failed episodes train no rows (TRL gave them advantage 0 already).
+        played = [[] if x.get("infra_error") else x["steps"] for x in inputs]
+        local_rows = sum(len(turns) for turns in played)
         counts = self.accelerator.gather(torch.tensor([local_rows], device=device)).tolist()
         pad_id = cast("PreTrainedTokenizerBase", self.processing_class).pad_token_id
         rows = steps.collect_steps(
-            [x["steps"] for x in inputs],
+            played,
             pad_id,
             rows=steps.padded_row_count(local_rows, counts, chunks),
         )
@@ -141,11 +144,23 @@ class StepLayoutMixin(_Base):
         with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
             return self._step_forward(self.model, rows, n_calls, False)[0]
 
-    def _step_view(self, rows: steps.StepRows, n_episodes: int) -> dict:
-        """Rows are turns; for the trajectory unit the rows of one episode form one unit."""
-        first = self.accelerator.process_index * n_episodes
-        return {
-            "mask": rows.completion_mask,
-            "groups": self._group_of(rows.episode, n_episodes),
-            "episode_ids": torch.where(rows.real, first + rows.episode, -1),
-        }
+    def _step_turns(
+        self, rows: steps.StepRows, inputs: list[dict[str, Any]], out: dict[str, Any]
+    ) -> RowTurns:
+        """Rows are turns, in episode then turn order: each real row is one unit."""
+        n_episodes = len(inputs)
+        row_turn, played = [], dict[int, int]()
+        for ep in rows.episode.tolist():
+            row_turn.append(played.get(ep, 0))
+            played[ep] = row_turn[-1] + 1
+        reported = all("reward" in s for x in inputs for s in x["steps"])
+        return RowTurns(
+            mask=rows.completion_mask,
+            group=self._group_of(rows.episode, n_episodes),
+            episode=rows.episode,
+            first_episode=self.accelerator.process_index * n_episodes,
+            advantage=out["advantages"],
+            row_turn=torch.tensor(row_turn, dtype=torch.long),
+            rewards=[[s["reward"] for s in x["steps"]] for x in inputs] if reported else None,
+            anchors=[[s["anchor"] for s in x["steps"]] for x in inputs] if reported else None,
+        )

@@ -30,11 +30,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
+from accelerate.utils import gather_object
 from trl import GRPOTrainer
 
 from aem_agent import steps
-from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
+from aem_agent.credit import AEM, GRPO, Chain, TurnBatch, build
+from aem_agent.credit.turns import RowTurns, local_turns, token_advantages
 from aem_agent.head import reply_positions_only
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
@@ -46,6 +48,9 @@ from aem_agent.step_layout import (
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
     from transformers import PreTrainedModel
+
+#: The numeric :class:`~aem_agent.credit.TurnBatch` fields gathered across processes.
+GATHERED = ("episode", "group", "turn", "advantage", "tokens", "entropy", "logprob", "reward")
 
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
@@ -61,7 +66,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
     ``episode/valid_rate``.
 
     The step layout's rows come from :class:`~aem_agent.step_layout.StepLayoutMixin`
-    (``_step_batch``, ``_step_view``, ``_step_forward``, ``_step_reference``).
+    (``_step_batch``, ``_step_turns``, ``_step_forward``, ``_step_reference``).
     """
 
     args: AEMConfig
@@ -120,6 +125,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         )
         self._aem_capture = False
         self._aem_captured: torch.Tensor | None = None
+        self._credit = build(self.args.credit_spec, self.args)
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
         if layout != self.args.rollout_layout:
             raise ConfigError(
@@ -170,16 +176,17 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         self._log_episodes(inputs, mode)
         share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
         self._metrics[mode]["aem/positive_advantage_share"].append(share)
-        want_entropy = self.args.aem_active
+        want_entropy = "entropy" in self._credit.needs
         if step_layout and inputs and "steps" in inputs[0]:
             out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
-            view = self._step_view(rows, len(inputs))
+            turns, logprobs = self._step_turns(rows, inputs, out), rows.logprobs
         else:
+            self._drop_failed_rows(inputs, out)
             entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
-            view = self._trajectory_view(inputs, out)
+            turns, logprobs = self._trajectory_turns(inputs, out), None
         if entropies is not None:
-            self._modulate(out, entropies, view, mode)
             self._metrics[mode]["aem/entropy_source"].append(source)
+        self._assign_credit(out, turns, entropies, logprobs, mode)
         return out
 
     # ------------------------------------------------------------------ training forward
@@ -227,40 +234,60 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             else:
                 self._prepare_inputs = saved  # type: ignore[method-assign]  # as above
 
-    # ------------------------------------------------------------------ AEM
-    def _modulate(
-        self, out: dict[str, Any], entropies: torch.Tensor, view: dict[str, Any], mode: str
+    # ------------------------------------------------------------------ credit
+    def _assign_credit(
+        self,
+        out: dict[str, Any],
+        rows: RowTurns,
+        entropies: torch.Tensor | None,
+        logprobs: torch.Tensor | None,
+        mode: str,
     ) -> None:
-        """α per unit from gathered group statistics; rescale ``out["advantages"]`` in place."""
-        units = unit_index(
-            view["mask"],
-            view["groups"],
-            unit=self.args.aem_unit,
-            turn_ids=view.get("turn_ids"),
-            episode_ids=view.get("episode_ids"),
+        """Run the credit chain on every process's turns; write this process's advantages.
+
+        The chain sees the units of all processes (a GRPO group may span them), gathered as
+        per-unit scalars (and anchor texts when it reads them), never per-token tensors.
+        Without AEM in the chain but with entropies at hand, AEM's α is still computed and
+        logged (not applied), so a GRPO run's entropy curve compares with an AEM run's.
+        """
+        chain = self._credit
+        if entropies is not None and "aem" not in [e.name for e in chain.estimators]:
+            chain = Chain((*chain.estimators, AEM.from_config(self.args, apply=False)))
+        if all(isinstance(e, GRPO) for e in chain.estimators):
+            return  # TRL's advantage as it is
+        units = rows.units()
+        local = local_turns(
+            rows,
+            units,
+            entropies=entropies.cpu() if entropies is not None else None,
+            logprobs=logprobs.cpu() if logprobs is not None else None,
         )
-        hbar, valid = unit_mean_entropy(entropies.cpu(), units)
+        batch, start = self._gather_turns(local, with_anchor="anchor" in chain.needs)
+        credit = chain(batch)
+        for name, value in credit.metrics.items():
+            self._metrics[mode][name].append(value)
+        mine = credit.advantage[start : start + len(local)]
+        out["advantages"] = token_advantages(out["advantages"], mine, units)
+
+    def _gather_turns(self, local: TurnBatch, *, with_anchor: bool) -> tuple[TurnBatch, int]:
+        """Every process's turns as one batch, and where this process's units start in it."""
         device = self.accelerator.device
-        local = torch.stack([hbar, units.group.double(), valid.double()], dim=1).to(device)
-        padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=0)
+        counts = self.accelerator.gather(torch.tensor([len(local)], device=device)).tolist()
+        start = sum(counts[: self.accelerator.process_index])
+        columns = {k: getattr(local, k) for k in GATHERED}
+        present = {k: v for k, v in columns.items() if v is not None}
+        stacked = torch.stack([v.to(torch.float64) for v in present.values()], dim=1)
+        padded = self.accelerator.pad_across_processes(stacked.to(device), dim=0, pad_index=0)
         gathered = self.accelerator.gather(padded).cpu()
-        all_hbar, all_groups, all_valid = gathered[:, 0], gathered[:, 1].long(), gathered[:, 2] > 0
-        alpha, gated = group_alpha(
-            all_hbar,
-            all_groups,
-            all_valid,
-            lam=self.args.aem_lambda if self.args.aem_active else 0.0,
-            eps=self.args.aem_eps,
-            min_range=self.args.aem_min_range,
-        )
-        for name, value in alpha_stats(alpha, all_hbar, all_valid, gated).items():
-            self._metrics[mode][f"aem/{name}"].append(value)
-        if not self.args.aem_active:
-            return
-        start = self.accelerator.process_index * padded.shape[0]
-        mine = alpha[start : start + units.count]
-        advantages = out["advantages"]
-        out["advantages"] = apply_alpha(advantages.cpu(), mine, units).to(advantages.device)
+        width = padded.shape[0]
+        keep = torch.cat([torch.arange(i * width, i * width + n) for i, n in enumerate(counts)])
+        values = dict(zip(present, gathered[keep].unbind(dim=1), strict=True))
+        for name in ("episode", "group", "turn"):
+            values[name] = values[name].long()
+        anchor = None
+        if with_anchor and local.anchor is not None:
+            anchor = [text for part in gather_object([list(local.anchor)]) for text in part]
+        return TurnBatch(**values, anchor=anchor), start
 
     def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor:
         """Global GRPO group of local episodes (TRL groups consecutive gathered rows)."""
@@ -269,23 +296,49 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         first = self.accelerator.process_index * n_episodes
         return (first + local_episode.clamp(min=0)) // size
 
-    def _trajectory_view(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict:
-        """Rows are episodes; with ``turn_ids`` every turn of a row is its own unit.
+    def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
+        """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
 
         Without ``turn_ids`` but with a ``tool_mask`` (TRL's tool loop, or a rollout that
         returns only ``env_mask``), each contiguous run of the model's own tokens is one turn:
-        the tool or environment tokens between two replies are what separate turns.
+        the tool or environment tokens between two replies are what separate turns. Without
+        either, a row is one turn.
         """
         mask = out["completion_mask"]
         if "tool_mask" in out:
             mask = mask * out["tool_mask"]
         mask = mask.cpu()
-        view = {"mask": mask, "groups": self._group_of(torch.arange(len(mask)), len(mask))}
+        n = len(mask)
+        token_turn = None
         if inputs and "turn_ids" in inputs[0]:
-            view["turn_ids"] = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
+            token_turn = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
         elif "tool_mask" in out:
-            view["turn_ids"] = run_turn_ids(mask)
-        return view
+            token_turn = run_turn_ids(mask)
+        reported = bool(inputs) and "turn_rewards" in inputs[0]
+        return RowTurns(
+            mask=mask,
+            group=self._group_of(torch.arange(n), n),
+            episode=torch.arange(n),
+            first_episode=self.accelerator.process_index * n,
+            advantage=out["advantages"],
+            token_turn=token_turn,
+            rewards=[x["turn_rewards"] for x in inputs] if reported else None,
+            anchors=[x["turn_anchors"] for x in inputs] if reported else None,
+        )
+
+    def _drop_failed_rows(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> None:
+        """Take the rows of infrastructure-failed episodes out of the loss (episode rows).
+
+        TRL already left them out of the baseline and gave them advantage 0 (their reward is
+        ``None``: :func:`aem_agent.batches.episode_reward`); with a zero mask their tokens
+        also leave the loss's token count, and no credit estimator sees their turns.
+        """
+        mask = out["completion_mask"]
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=mask.device)
+        if bool(failed.any()):
+            out["completion_mask"] = mask = mask * (~failed).to(mask.dtype).unsqueeze(1)
+        loss_mask = mask * out["tool_mask"] if "tool_mask" in out else mask
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
 
     # ------------------------------------------------------------------ entropies
     def _trajectory_entropies(
@@ -320,7 +373,13 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
 
     # ------------------------------------------------------------------ logging
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
-        """Success rate, score, turns and valid-action share of the batch's episodes."""
+        """Success rate, score, turns and valid-action share of the batch's episodes, and how
+        many failed for an infrastructure reason (``episode/infra_failed``; those are left
+        out of the other means: the policy did not cause them)."""
+        device = self.accelerator.device
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=device)
+        all_failed = self.accelerator.gather(failed)
+        self._metrics[mode]["episode/infra_failed"].append(float(all_failed.sum()))
         keys = (
             ("won", "success_rate"),
             ("score", "score"),
@@ -329,10 +388,9 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         )
         for key, name in keys:
             if inputs and key in inputs[0]:
-                values = torch.tensor(
-                    [float(x[key]) for x in inputs], device=self.accelerator.device
-                )
-                mean = self.accelerator.gather(values).mean().item()
+                values = torch.tensor([float(x[key]) for x in inputs], device=device)
+                counted = self.accelerator.gather(values)[~all_failed]
+                mean = counted.mean().item() if len(counted) else float("nan")
                 self._metrics[mode][f"episode/{name}"].append(mean)
 
 

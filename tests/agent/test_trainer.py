@@ -122,7 +122,9 @@ def test_aem_rescales_trajectory_rows_with_group_mean_one(
         alpha = modulated / base
         assert alpha.mean().item() == pytest.approx(1.0, abs=1e-5)
         assert not torch.allclose(alpha, torch.ones_like(alpha))
-    else:
+    else:  # per token where a row's turns differ, else one value per row
+        if modulated.dim() == 1:
+            modulated = modulated.unsqueeze(1).expand(out["completion_ids"].shape)
         assert modulated.shape == out["completion_ids"].shape
         alpha = modulated / base.unsqueeze(1)
         assert not torch.allclose(alpha[mask.bool()], torch.ones(int(mask.sum())))

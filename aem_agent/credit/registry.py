@@ -1,0 +1,62 @@
+"""Credit estimators by name: ``grpo``, ``gigpo``, ``aem``, and chains such as ``gigpo+aem``.
+
+Why names: ``AEMConfig.credit`` and ``aem train --credit`` choose the chain as text, so a YAML
+file or a command line can select it, and a user's estimator registered with
+:func:`register` is selected the same way as the built-in ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from aem_agent.credit.aem import AEM
+from aem_agent.credit.base import GRPO, Chain, CreditError, CreditEstimator
+from aem_agent.credit.gigpo import GiGPO
+
+if TYPE_CHECKING:
+    from aem_agent.config import AEMConfig
+
+#: Builds an estimator from the training settings.
+Factory = Callable[["AEMConfig"], CreditEstimator]
+
+_REGISTRY: dict[str, Factory] = {
+    "grpo": lambda config: GRPO(),
+    "gigpo": GiGPO.from_config,
+    "aem": AEM.from_config,
+}
+
+
+def register(name: str, factory: Factory) -> None:
+    """Make ``name`` selectable in ``credit`` (alone or in a ``+`` chain)."""
+    if not name or "+" in name or name != name.strip():
+        raise CreditError(f"credit estimator name {name!r} must be non-empty, without '+'")
+    _REGISTRY[name] = factory
+
+
+def unregister(name: str) -> None:
+    """Forget a registered estimator (tests that register one remove it again)."""
+    _REGISTRY.pop(name, None)
+
+
+def names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def parse(spec: str) -> list[str]:
+    """The estimator names of a chain such as ``"gigpo+aem"``, checked against the registry."""
+    parts = [part.strip() for part in spec.split("+")]
+    unknown = [p for p in parts if p not in _REGISTRY]
+    if unknown or not parts:
+        raise CreditError(
+            f"credit={spec!r}: unknown estimator {unknown[0] if unknown else ''!r}; "
+            f"choose from {names()} joined by '+', e.g. 'gigpo+aem'"
+        )
+    if len(set(parts)) != len(parts):
+        raise CreditError(f"credit={spec!r} names an estimator twice")
+    return parts
+
+
+def build(spec: str, config: AEMConfig) -> Chain:
+    """The chain ``spec`` names, built from ``config``."""
+    return Chain(tuple(_REGISTRY[name](config) for name in parse(spec)))

@@ -9,7 +9,7 @@ the builder lives in :mod:`aem_agent.tiny`, shared with the learning experiments
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,7 +19,14 @@ from aem_agent.tiny import CHATML_TEMPLATE, build_tiny_model
 from aem_envs.core.base import TextEnv
 from aem_envs.core.outcome import Outcome, Task
 
-__all__ = ["CHATML_TEMPLATE", "DoorsEnv", "build_tiny_model", "doors_env_id", "tiny_model_dir"]
+__all__ = [
+    "CHATML_TEMPLATE",
+    "DoorsEnv",
+    "build_tiny_model",
+    "doors_env_id",
+    "registered_double",
+    "tiny_model_dir",
+]
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -62,6 +69,18 @@ class DoorsEnv(TextEnv):
 
 
 DOORS_ENV_ID = "aemtest/Doors-v0"
+
+
+@pytest.fixture
+def registered_double() -> Iterator[str]:
+    """A user-written credit estimator (twice the advantage it is given), selectable as
+    ``credit="double"`` for the duration of a test."""
+    from aem_agent import credit
+    from tests.agent.credit.test_base import Doubling
+
+    credit.register("double", lambda config: Doubling())
+    yield "double"
+    credit.unregister("double")
 
 
 @pytest.fixture(scope="session")

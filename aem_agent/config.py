@@ -216,6 +216,12 @@ class AEMConfig(GRPOConfig, PromptSettings):
         default=4096,
         metadata={"help": "Most tokens in one training forward (chunks back-propagated apart)."},
     )
+    # TRL's GRPOConfig defaults the deprecated alias ``gradient_checkpointing`` to True, which
+    # transformers 5 warns about for every config made; the same default goes to the current
+    # name in __post_init__, unless either name is set.
+    gradient_checkpointing: bool | None = field(
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."}
+    )
     credit: str | None = field(
         default=None,
         metadata={
@@ -238,6 +244,8 @@ class AEMConfig(GRPOConfig, PromptSettings):
     )
 
     def __post_init__(self) -> None:
+        if self.gradient_checkpointing is None and self.activation_checkpointing is None:
+            self.activation_checkpointing = True  # GRPOConfig's default
         super().__post_init__()
         if self.aem_unit not in UNITS:
             raise ConfigError(f"aem_unit={self.aem_unit!r}; choose one of {list(UNITS)}")

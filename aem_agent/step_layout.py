@@ -8,10 +8,9 @@ reference log-probs, the vLLM importance-sampling ratio, the entropies AEM needs
 rows across processes so every rank makes the same number of forward calls and gathers.
 
 It is a change of rows, not of the algorithm, and is kept out of :mod:`aem_agent.trainer` so
-that module reads as ``GRPOTrainer`` plus the AEM advantage change and its wiring. The mixin
-goes before ``GRPOTrainer`` in the bases (``class AEMGRPOTrainer(StepLayoutMixin,
-GRPOTrainer)``): its forwards call the ``GRPOTrainer`` method after it in the MRO, past the
-trainer's entropy-capturing override (:class:`aem_agent.trainer.AEMGRPOTrainer`).
+that module reads as ``GRPOTrainer`` plus the credit change and its wiring. Its forwards are
+TRL's own per-token forward (:meth:`aem_agent.trl_private.GRPOInternals.score_tokens`), not
+the entropy-capturing override.
 """
 
 from __future__ import annotations
@@ -24,14 +23,14 @@ from trl.trainer.utils import use_adapter
 
 from aem_agent import steps
 from aem_agent.credit.turns import RowTurns
+from aem_agent.trl_private import rows_first
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
-    from trl import GRPOTrainer
-
     from aem_agent.config import AEMConfig
+    from aem_agent.trl_private import GRPOInternals
 
-    _Base = GRPOTrainer  # what the mixin is mixed into, for the type checker
+    _Base = GRPOInternals  # what the mixin is mixed into, for the type checker
 else:
     _Base = object
 
@@ -45,8 +44,6 @@ class StepLayoutMixin(_Base):
     if TYPE_CHECKING:  # provided by AEMGRPOTrainer
         args: AEMConfig
         model: PreTrainedModel | torch.nn.Module
-
-        def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor: ...
 
     def _step_batch(
         self, inputs: list[dict[str, Any]], out: dict[str, Any], want_entropy: bool
@@ -114,7 +111,7 @@ class StepLayoutMixin(_Base):
             batch["importance_sampling_ratio"] = ratio.to(device)
         if "ref_per_token_logps" in out:
             batch["ref_per_token_logps"] = self._step_reference(rows, n_calls).to(device)
-        return batch, rows, entropies, source
+        return rows_first(batch), rows, entropies, source
 
     def _step_forward(
         self, model: Any, rows: steps.StepRows, n_calls: int, with_entropy: bool
@@ -123,10 +120,9 @@ class StepLayoutMixin(_Base):
         device = self.accelerator.device
 
         def forward(ids, attention, keep):
-            logps, entropies, _ = super(StepLayoutMixin, self)._get_per_token_logps_and_entropies(
+            return self.score_tokens(
                 model, ids.to(device), attention.to(device), keep, compute_entropy=with_entropy
             )
-            return logps, entropies
 
         # TRL makes the same call: a PeftModel forwards the checkpointing switches to its base
         # model, and TrainingArguments has parsed a JSON string of kwargs into a dict.
@@ -156,7 +152,7 @@ class StepLayoutMixin(_Base):
         reported = all("reward" in s for x in inputs for s in x["steps"])
         return RowTurns(
             mask=rows.completion_mask,
-            group=self._group_of(rows.episode, n_episodes),
+            group=self.group_of(rows.episode, n_episodes),
             episode=rows.episode,
             first_episode=self.accelerator.process_index * n_episodes,
             advantage=out["advantages"],

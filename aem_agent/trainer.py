@@ -31,19 +31,18 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 from accelerate.utils import gather_object
-from trl import GRPOTrainer
 
 from aem_agent import steps
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.credit import AEM, GRPO, Chain, TurnBatch, build
 from aem_agent.credit.turns import RowTurns, local_turns, token_advantages
-from aem_agent.head import reply_positions_only
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,
     SOURCE_SAMPLER,
     StepLayoutMixin,
 )
+from aem_agent.trl_private import GRPOInternals
 
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
@@ -56,7 +55,7 @@ GATHERED = ("episode", "group", "turn", "advantage", "tokens", "entropy", "logpr
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
 
 
-class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
+class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
     """GRPO with Adaptive Entropy Modulation; with ``aem_enabled=False`` (or λ = 0) it is GRPO.
 
     Logged each step (besides TRL's metrics): ``aem/entropy_mean``, ``aem/alpha_min``,
@@ -123,9 +122,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             rollout_func=rollout_func,
             **kwargs,
         )
-        self._aem_capture = False
-        self._aem_captured: torch.Tensor | None = None
-        self._credit = build(self.args.credit_spec, self.args)
+        self._old_policy_entropies: torch.Tensor | None = None
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
         if layout != self.args.rollout_layout:
             raise ConfigError(
@@ -133,51 +130,38 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
                 f"{self.args.rollout_layout!r}; build both from the same AEMConfig"
             )
 
-    # ------------------------------------------------------------------ entropy capture
-    def _get_per_token_logps_and_entropies(self, model, *args: Any, **kwargs: Any):
-        """Ask TRL's old-policy forward for entropies too, when AEM needs them (source 2)."""
-        capture = self._aem_capture and model is self.model and not kwargs.get("compute_entropy")
-        if capture:
-            kwargs["compute_entropy"] = True
-            self._aem_capture = False
-        with reply_positions_only(self.accelerator.device):
-            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-                model, *args, **kwargs
-            )
-        if capture:
-            self._aem_captured = entropies
-            entropies = None
-        return logps, entropies, aux
+    # ------------------------------------------------------------------ around TRL's scoring
+    @property
+    def credit(self) -> Chain:
+        """The credit chain of ``args`` (``args.credit_spec``), built for each batch so that
+        a change of the settings between batches takes effect."""
+        return build(self.args.credit_spec, self.args)
 
-    def _old_policy_forward_runs(self) -> bool:
-        """Whether TRL computes old-policy log-probs this batch (the condition it uses)."""
-        assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
-            self.use_vllm and self.vllm_importance_sampling_correction
-        )
-
-    # ------------------------------------------------------------------ the override
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        step_layout = self.args.rollout_layout == "step"
+    @contextmanager
+    def scoring(self, inputs: list[dict[str, Any]]) -> Iterator[None]:
+        """Ask TRL's old-policy forward for entropies too when nothing cheaper has them."""
         provides = getattr(self.rollout_func, "provides_entropies", None)
         sampler_known = bool(provides is not None and provides(self))
         # The step layout recomputes every forward on its own rows; TRL's run on stand-ins.
-        self._aem_capture = (
-            not step_layout and not sampler_known and self._old_policy_forward_runs()
+        wanted = (
+            self.args.rollout_layout != "step"
+            and not sampler_known
+            and self.old_policy_forward_runs()
         )
-        self._aem_captured = None
-        try:
-            out = super()._generate_and_score_completions(inputs)
-        finally:
-            self._aem_capture = False
-        # TRL merges the rollout's extra keys into ``inputs`` inside the call above.
+        with self.capture_old_policy_entropies(wanted) as captured:
+            yield
+        self._old_policy_entropies = captured[0] if captured else None
+
+    def rewrite_batch(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
+        """TRL's scored batch with the step layout's rows and the credit chain's advantages."""
+        # TRL merged the rollout's extra keys into ``inputs`` while scoring.
         mode = "train" if self.model.training else "eval"
         self._log_episodes(inputs, mode)
         share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
-        self._metrics[mode]["aem/positive_advantage_share"].append(share)
-        want_entropy = "entropy" in self._credit.needs
-        if step_layout and inputs and "steps" in inputs[0]:
+        self.record_metric(mode, "aem/positive_advantage_share", share)
+        chain = self.credit
+        want_entropy = "entropy" in chain.needs
+        if self.args.rollout_layout == "step" and inputs and "steps" in inputs[0]:
             out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
             turns, logprobs = self._step_turns(rows, inputs, out), rows.logprobs
         else:
@@ -185,8 +169,8 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
             turns, logprobs = self._trajectory_turns(inputs, out), None
         if entropies is not None:
-            self._metrics[mode]["aem/entropy_source"].append(source)
-        self._assign_credit(out, turns, entropies, logprobs, mode)
+            self.record_metric(mode, "aem/entropy_source", source)
+        self._assign_credit(chain, out, turns, entropies, logprobs, mode)
         return out
 
     # ------------------------------------------------------------------ training forward
@@ -220,23 +204,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             times[logged:] = [sum(times[logged:])]
         return total
 
-    @contextmanager
-    def _inputs_prepared(self) -> Iterator[None]:
-        """Within: ``Trainer.training_step`` takes its inputs as already prepared."""
-        saved = self.__dict__.get("_prepare_inputs")
-        # An instance attribute over the method, on purpose (removed again below).
-        self._prepare_inputs = _unchanged  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            if saved is None:
-                del self._prepare_inputs
-            else:
-                self._prepare_inputs = saved  # type: ignore[method-assign]  # as above
-
     # ------------------------------------------------------------------ credit
     def _assign_credit(
         self,
+        chain: Chain,
         out: dict[str, Any],
         rows: RowTurns,
         entropies: torch.Tensor | None,
@@ -250,7 +221,6 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         Without AEM in the chain but with entropies at hand, AEM's α is still computed and
         logged (not applied), so a GRPO run's entropy curve compares with an AEM run's.
         """
-        chain = self._credit
         if entropies is not None and "aem" not in [e.name for e in chain.estimators]:
             chain = Chain((*chain.estimators, AEM.from_config(self.args, apply=False)))
         if all(isinstance(e, GRPO) for e in chain.estimators):
@@ -265,7 +235,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         batch, start = self._gather_turns(local, with_anchor="anchor" in chain.needs)
         credit = chain(batch)
         for name, value in credit.metrics.items():
-            self._metrics[mode][name].append(value)
+            self.record_metric(mode, name, value)
         mine = credit.advantage[start : start + len(local)]
         out["advantages"] = token_advantages(out["advantages"], mine, units)
 
@@ -289,13 +259,6 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             anchor = [text for part in gather_object([list(local.anchor)]) for text in part]
         return TurnBatch(**values, anchor=anchor), start
 
-    def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor:
-        """Global GRPO group of local episodes (TRL groups consecutive gathered rows)."""
-        mode_train = self.model.training
-        size = self.num_generations if mode_train else self.num_generations_eval
-        first = self.accelerator.process_index * n_episodes
-        return (first + local_episode.clamp(min=0)) // size
-
     def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
         """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
 
@@ -317,7 +280,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         reported = bool(inputs) and "turn_rewards" in inputs[0]
         return RowTurns(
             mask=mask,
-            group=self._group_of(torch.arange(n), n),
+            group=self.group_of(torch.arange(n), n),
             episode=torch.arange(n),
             first_episode=self.accelerator.process_index * n,
             advantage=out["advantages"],
@@ -348,8 +311,8 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         if inputs and "sampler_entropies" in inputs[0]:
             rows = [x["sampler_entropies"] for x in inputs]
             return _pad_rows(rows, out["completion_ids"]), SOURCE_SAMPLER
-        if self._aem_captured is not None:
-            captured, self._aem_captured = self._aem_captured, None
+        if self._old_policy_entropies is not None:
+            captured, self._old_policy_entropies = self._old_policy_entropies, None
             return captured, SOURCE_OLD_POLICY
         if not wanted:
             return None, 0.0
@@ -361,7 +324,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             else self.args.per_device_eval_batch_size
         )
         with torch.no_grad():
-            _, entropies, _ = super()._get_per_token_logps_and_entropies(
+            _, entropies = self.score_tokens(
                 self.model,
                 input_ids,
                 attention,
@@ -379,7 +342,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         device = self.accelerator.device
         failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=device)
         all_failed = self.accelerator.gather(failed)
-        self._metrics[mode]["episode/infra_failed"].append(float(all_failed.sum()))
+        self.record_metric(mode, "episode/infra_failed", float(all_failed.sum()))
         keys = (
             ("won", "success_rate"),
             ("score", "score"),
@@ -391,7 +354,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
                 values = torch.tensor([float(x[key]) for x in inputs], device=device)
                 counted = self.accelerator.gather(values)[~all_failed]
                 mean = counted.mean().item() if len(counted) else float("nan")
-                self._metrics[mode][f"episode/{name}"].append(mean)
+                self.record_metric(mode, f"episode/{name}", mean)
 
 
 def lora_config(config: AEMConfig) -> PeftConfig:
@@ -416,10 +379,6 @@ def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:
     before[:, 1:] = mask[:, :-1]
     starts = (mask & ~before).to(torch.long)
     return torch.where(mask, starts.cumsum(dim=1) - 1, -1)
-
-
-def _unchanged(inputs: dict[str, Any]) -> dict[str, Any]:
-    return inputs
 
 
 def _tokenizer(model: Any) -> Any:

@@ -45,7 +45,7 @@ def make_config(tmp_path: Path, env_id: str, **overrides) -> AEMConfig:
         save_strategy="no",
         report_to=[],
         use_cpu=True,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         seed=3,
         env_ids=[env_id],
         max_turns=2,

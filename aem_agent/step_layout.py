@@ -27,6 +27,7 @@ from aem_agent.trl_private import rows_first
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
     from aem_agent.config import AEMConfig
     from aem_agent.trl_private import GRPOInternals
 
@@ -111,7 +112,50 @@ class StepLayoutMixin(_Base):
             batch["importance_sampling_ratio"] = ratio.to(device)
         if "ref_per_token_logps" in out:
             batch["ref_per_token_logps"] = self._step_reference(rows, n_calls).to(device)
+        self._log_turn_rows(rows, out)
         return rows_first(batch), rows, entropies, source
+
+    def _log_turn_rows(self, rows: steps.StepRows, stand_ins: dict[str, Any]) -> None:
+        """TRL's token count and completion-length metrics, recomputed on the turn rows.
+
+        TRL logged them from the one-token stand-in rows it scored (``num_tokens`` 2 per
+        episode, every completion 1 token long); what the model trains on are the turn rows.
+        The vLLM sampling metrics TRL computed on the stand-ins are not logged (the ratio is
+        recomputed per token on the turn rows; its statistics are not).
+        """
+        mode = "train" if self.model.training else "eval"
+        device = self.accelerator.device
+        real = rows.real
+        reply = rows.completion_mask.sum(1)[real]
+        tokens = rows.prompt_mask.sum() + rows.completion_mask.sum()
+        loss_mask = stand_ins["completion_mask"] * stand_ins.get("tool_mask", 1)
+        counted = stand_ins["prompt_mask"].sum().cpu() + loss_mask.sum().cpu()
+        both = self.accelerator.gather(torch.stack([tokens, counted]).to(device).view(1, 2))
+        if mode == "train":
+            self.state.num_input_tokens_seen += int(both[:, 0].sum() - both[:, 1].sum())
+        self.replace_metric(mode, "num_tokens", self.state.num_input_tokens_seen)
+        last = rows.completion_ids[real].gather(1, (reply - 1).clamp(min=0).unsqueeze(1))
+        ended = torch.isin(last.squeeze(1), torch.tensor(self.eos_token_ids))
+        local = torch.stack([reply.float(), ended.float()], dim=1).to(device)
+        padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=-1)
+        gathered = self.accelerator.gather(padded).cpu()
+        gathered = gathered[gathered[:, 0] >= 0]
+        if not len(gathered):  # every episode failed for an infrastructure reason
+            return
+        lengths, ended_all = gathered[:, 0], gathered[:, 1] > 0
+        terminated = lengths[ended_all] if bool(ended_all.any()) else torch.zeros(1)
+        values = {
+            "completions/mean_length": lengths.mean(),
+            "completions/min_length": lengths.min(),
+            "completions/max_length": lengths.max(),
+            "completions/clipped_ratio": (~ended_all).float().mean(),
+            "completions/mean_terminated_length": terminated.mean(),
+            "completions/min_terminated_length": terminated.min(),
+            "completions/max_terminated_length": terminated.max(),
+        }
+        for name, value in values.items():
+            self.replace_metric(mode, name, float(value))
+        self.drop_metrics(mode, "sampling/")
 
     def _step_forward(
         self, model: Any, rows: steps.StepRows, n_calls: int, with_entropy: bool

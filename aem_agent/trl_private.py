@@ -192,6 +192,19 @@ class GRPOInternals(GRPOTrainer):
         averaged and logged by ``GRPOTrainer.log``)."""
         self._metrics[mode][name].append(value)
 
+    def replace_metric(self, mode: str, name: str, value: float) -> None:
+        """Replace the value TRL logged last under ``name`` (for this batch) by ``value``."""
+        values = self._metrics[mode][name]
+        if values:
+            values[-1] = value
+        else:
+            values.append(value)
+
+    def drop_metrics(self, mode: str, prefix: str) -> None:
+        """Forget what TRL logged under names starting with ``prefix`` this logging period."""
+        for name in [n for n in self._metrics[mode] if n.startswith(prefix)]:
+            del self._metrics[mode][name]
+
     def group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor:
         """Global GRPO group of local episodes. Mirrors the group order of
         ``_generate_and_score_completions``: rewards are gathered process after process and

@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from aem_agent.metrics import MetricsWriter, log_line_callback, tensorboard_callbacks, write_plot
+from aem_agent.metrics import (
+    MetricsWriter,
+    log_line_callback,
+    readable_terminal,
+    tensorboard_callbacks,
+    write_plot,
+)
 from aem_agent.prompts import write_prompt_layout
 from aem_agent.train import (
     FINAL_DIR,
@@ -164,6 +170,7 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
             *tensorboard_callbacks(output_dir / TENSORBOARD_DIR, wanted=driver["tensorboard"]),
         ],
     )
+    readable_terminal(trainer)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     if trainer.is_world_process_zero():
         rollout.progress = print

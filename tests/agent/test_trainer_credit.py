@@ -115,7 +115,9 @@ def test_a_registered_estimator_runs_through_the_trainer(
 ) -> None:
     overrides = dict(rollout_layout="step", max_turns=2)
     grpo, _ = batch_out(
-        make_trainer(tiny_model_dir, make_config(tmp_path, doors_env_id, credit="grpo", **overrides))
+        make_trainer(
+            tiny_model_dir, make_config(tmp_path, doors_env_id, credit="grpo", **overrides)
+        )
     )
     trainer = make_trainer(
         tiny_model_dir, make_config(tmp_path, doors_env_id, credit="double", **overrides)
@@ -154,3 +156,22 @@ def test_an_infrastructure_failure_is_out_of_baseline_and_loss(
     trainer.train()  # a batch with a failed episode trains
     assert trainer.state.global_step == 1
     assert any(not torch.equal(a, b) for a, b in zip(before, weights(trainer.model), strict=True))
+
+
+def test_step_layout_logs_token_counts_of_the_turn_rows(
+    tiny_model_dir, tmp_path, doors_env_id
+) -> None:
+    """``num_tokens`` and the completion lengths describe the turn rows trained on, not TRL's
+    one-token stand-ins."""
+    config = make_config(tmp_path, doors_env_id, rollout_layout="step", max_turns=3)
+    trainer = make_trainer(tiny_model_dir, config)
+    _, inputs = batch_out(trainer)
+    turns = [s for x in inputs for s in x["steps"]]
+    replies = torch.tensor([float(len(s["completion_ids"])) for s in turns])
+    tokens = sum(len(s["prompt_ids"]) + len(s["completion_ids"]) for s in turns)
+    metrics = trainer._metrics["train"]
+    assert len(turns) > len(inputs)  # several turns per episode: stand-ins would differ
+    assert metrics["num_tokens"] == [tokens] and trainer.state.num_input_tokens_seen == tokens
+    assert metrics["completions/mean_length"] == [pytest.approx(float(replies.mean()))]
+    assert metrics["completions/min_length"] == [float(replies.min())]
+    assert metrics["completions/max_length"] == [float(replies.max())]

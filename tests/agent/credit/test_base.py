@@ -46,9 +46,7 @@ def trajectory_rows() -> tuple[RowTurns, torch.Tensor]:
     """The same two episodes as one row each, observation tokens (mask 0) between turns."""
     mask = torch.tensor([[1, 1, 0, 1, 0, 1, 1, 1], [1, 1, 0, 0, 1, 0, 0, 0]])
     turn = torch.tensor([[0, 0, -1, 1, -1, 2, 2, 2], [0, 0, -1, -1, 1, -1, -1, -1]])
-    entropies = torch.tensor(
-        [[0.5, 0.7, 9, 2.0, 9, 0.1, 0.2, 0.3], [1.5, 1.0, 9, 9, 3.0, 9, 9, 9]]
-    )
+    entropies = torch.tensor([[0.5, 0.7, 9, 2.0, 9, 0.1, 0.2, 0.3], [1.5, 1.0, 9, 9, 3.0, 9, 9, 9]])
     step, _ = step_rows()
     rows = RowTurns(
         mask=mask,
@@ -141,5 +139,5 @@ def test_an_estimator_returning_the_wrong_shape_is_refused() -> None:
         def __call__(self, batch: TurnBatch) -> Credit:
             return Credit(batch.advantage.sum())
 
-    with pytest.raises(CreditError, match="scalar.*one per unit"):
+    with pytest.raises(CreditError, match=r"scalar.*one per unit"):
         Chain((Scalar(),))(batch)

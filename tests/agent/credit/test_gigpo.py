@@ -105,5 +105,5 @@ def test_gigpo_names_what_a_batch_without_turn_data_lacks() -> None:
         advantage=batch.advantage,
         tokens=batch.tokens,
     )
-    with pytest.raises(ValueError, match="gigpo.*reward"):
+    with pytest.raises(ValueError, match=r"gigpo.*reward"):
         GiGPO()(bare)

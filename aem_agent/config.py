@@ -219,7 +219,7 @@ class AEMConfig(GRPOConfig, PromptSettings):
     # TRL's GRPOConfig defaults the deprecated alias ``gradient_checkpointing`` to True, which
     # transformers 5 warns about for every config made; the same default goes to the current
     # name in __post_init__, unless either name is set.
-    gradient_checkpointing: bool | None = field(
+    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]  # None: unset
         default=None, metadata={"help": "Deprecated alias of activation_checkpointing."}
     )
     credit: str | None = field(

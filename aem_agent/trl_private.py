@@ -22,7 +22,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
 from trl.trainer import utils as trl_utils
 
 #: Graph-compiling device types (Neuron runs as ``xla``), which TRL scores in full on purpose so
@@ -69,7 +69,8 @@ class _ReplyPositionsSwitch:
             with self._lock:
                 self._open -= 1
                 if self._open == 0:
-                    trl_utils._use_triton = self._trl
+                    assert self._trl is not None  # saved when the first scope opened
+                    trl_utils._use_triton = self._trl  # type: ignore[assignment]  # TRL's, typed loosely here
                     self._trl = None
 
 
@@ -104,6 +105,8 @@ class GRPOInternals(GRPOTrainer):
     batch scoring) and call :meth:`score_tokens`, :meth:`record_metric`, :meth:`group_of`,
     :meth:`old_policy_forward_runs` and :meth:`capture_old_policy_entropies`.
     """
+
+    args: GRPOConfig
 
     # ------------------------------------------------------------------ overrides
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -210,7 +213,8 @@ class GRPOInternals(GRPOTrainer):
         ``_generate_and_score_completions``: rewards are gathered process after process and
         viewed as ``(-1, num_generations)``, so a group is ``num_generations`` consecutive
         gathered rows, possibly spanning two processes."""
-        size = self.num_generations if self.model.training else self.num_generations_eval
+        training = self.model is not None and self.model.training
+        size = self.num_generations if training else self.num_generations_eval
         first = self.accelerator.process_index * n_episodes
         return (first + local_episode.clamp(min=0)) // size
 

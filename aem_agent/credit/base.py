@@ -96,8 +96,11 @@ class CreditEstimator(Protocol):
     advantages of its own units.
     """
 
-    name: str
-    needs: frozenset[str]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def needs(self) -> frozenset[str]: ...
 
     def __call__(self, batch: TurnBatch) -> Credit: ...
 

@@ -107,7 +107,7 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
         def every_position(device: torch.device) -> Iterator[None]:
             yield
 
-        trl_private.reply_positions_only = every_position  # type: ignore[assignment]
+        trl_private.reply_positions_only = every_position
     config, _ = build_config(settings)
     trainer = build_trainer(config, smollm2_checkpoint())
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built

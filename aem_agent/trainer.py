@@ -1,15 +1,15 @@
-"""``AEMGRPOTrainer``: TRL's GRPO trainer with AEM applied after its advantage computation.
+"""``AEMGRPOTrainer``: TRL's GRPO trainer with turn-level credit assignment (AEM by default).
 
 The only change w.r.t. ``GRPOTrainer`` is the advantage: after TRL has computed the group
-advantage, :mod:`aem_agent.aem` rescales it per turn-response by an entropy weight α
-(``docs/aem.md``). The loss, optimizer, sampling and everything else stay TRL's. With the
-step layout the batch TRL scored (one row per episode) is rewritten into one row per turn by
-:class:`aem_agent.step_layout.StepLayoutMixin` before AEM runs; that is a change of rows, not
-of the algorithm.
+advantage, a credit chain (:mod:`aem_agent.credit`, ``docs/credit.md``) turns it into one
+advantage per turn — AEM's entropy weight α (``docs/aem.md``), GiGPO's step-level advantage,
+both, or a user's estimator. The loss, optimizer, sampling and everything else stay TRL's.
+With the step layout the batch TRL scored (one row per episode) is rewritten into one row per
+turn by :class:`aem_agent.step_layout.StepLayoutMixin` first; that is a change of rows, not of
+the algorithm. What this relies on inside TRL is :mod:`aem_agent.trl_private`.
 
-TRL 1.16 builds advantages inside ``_generate_and_score_completions`` (no separate hook), so
-this class calls it, then rewrites its output. Where the per-token entropies come from,
-cheapest first (no extra forward pass when they are already known):
+Where the per-token entropies AEM needs come from, cheapest first (no extra forward pass when
+they are already known):
 
 1. the sampler: :class:`aem_agent.rollout.MultiTurnRollout` returns the entropy of every token
    it generated, computed from the same logits it sampled from;
@@ -18,9 +18,9 @@ cheapest first (no extra forward pass when they are already known):
 3. otherwise one extra no-grad forward over the rows. ``aem/entropy_source`` in the logs says
    which one ran (1, 2 or 3).
 
-A group's units may sit on several processes, so each process computes the mean entropy of
-its own units and only those scalars (with their group ids) are gathered before α; each
-process then applies the α of its own units.
+A GRPO group's turns may sit on several processes, so each process sums up its own turns
+(mean entropy, reward, state, ...) and only those per-turn values are gathered before the
+chain runs; each process then keeps the advantages of its own turns.
 """
 
 from __future__ import annotations
@@ -56,13 +56,15 @@ CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
 
 
 class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
-    """GRPO with Adaptive Entropy Modulation; with ``aem_enabled=False`` (or λ = 0) it is GRPO.
+    """GRPO with turn-level credit (``args.credit``; AEM by default); ``credit="grpo"``,
+    ``aem_enabled=False`` or λ = 0 is GRPO.
 
-    Logged each step (besides TRL's metrics): ``aem/entropy_mean``, ``aem/alpha_min``,
-    ``aem/alpha_max``, ``aem/alpha_std``, ``aem/gated_share``, ``aem/units``,
-    ``aem/positive_advantage_share``, ``aem/entropy_source`` and, when the rollout reports
-    them, ``episode/success_rate``, ``episode/score``, ``episode/turns`` and
-    ``episode/valid_rate``.
+    Logged each step (besides TRL's metrics and each estimator's own, e.g. ``gigpo/*``):
+    ``aem/entropy_mean``, ``aem/alpha_min``, ``aem/alpha_max``, ``aem/alpha_std``,
+    ``aem/gated_share``, ``aem/units`` (whenever entropies are known),
+    ``aem/positive_advantage_share``, ``aem/entropy_source``, ``episode/infra_failed`` and,
+    when the rollout reports them, ``episode/success_rate``, ``episode/score``,
+    ``episode/turns`` and ``episode/valid_rate``.
 
     The step layout's rows come from :class:`~aem_agent.step_layout.StepLayoutMixin`
     (``_step_batch``, ``_step_turns``, ``_step_forward``, ``_step_reference``).

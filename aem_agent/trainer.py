@@ -30,12 +30,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
-from accelerate.utils import gather_object
 
 from aem_agent import steps
 from aem_agent.config import AEMConfig, ConfigError
-from aem_agent.credit import AEM, GRPO, Chain, TurnBatch, build
-from aem_agent.credit.turns import RowTurns, local_turns, token_advantages
+from aem_agent.credit import AEM, GRPO, Chain, build
+from aem_agent.credit.turns import RowTurns, gather_turns, local_turns, token_advantages
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,
@@ -47,9 +46,6 @@ from aem_agent.trl_private import GRPOInternals
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
     from transformers import PreTrainedModel
-
-#: The numeric :class:`~aem_agent.credit.TurnBatch` fields gathered across processes.
-GATHERED = ("episode", "group", "turn", "advantage", "tokens", "entropy", "logprob", "reward")
 
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
@@ -234,32 +230,12 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
             entropies=entropies.cpu() if entropies is not None else None,
             logprobs=logprobs.cpu() if logprobs is not None else None,
         )
-        batch, start = self._gather_turns(local, with_anchor="anchor" in chain.needs)
+        batch, start = gather_turns(self.accelerator, local, with_anchor="anchor" in chain.needs)
         credit = chain(batch)
         for name, value in credit.metrics.items():
             self.record_metric(mode, name, value)
         mine = credit.advantage[start : start + len(local)]
         out["advantages"] = token_advantages(out["advantages"], mine, units)
-
-    def _gather_turns(self, local: TurnBatch, *, with_anchor: bool) -> tuple[TurnBatch, int]:
-        """Every process's turns as one batch, and where this process's units start in it."""
-        device = self.accelerator.device
-        counts = self.accelerator.gather(torch.tensor([len(local)], device=device)).tolist()
-        start = sum(counts[: self.accelerator.process_index])
-        columns = {k: getattr(local, k) for k in GATHERED}
-        present = {k: v for k, v in columns.items() if v is not None}
-        stacked = torch.stack([v.to(torch.float64) for v in present.values()], dim=1)
-        padded = self.accelerator.pad_across_processes(stacked.to(device), dim=0, pad_index=0)
-        gathered = self.accelerator.gather(padded).cpu()
-        width = padded.shape[0]
-        keep = torch.cat([torch.arange(i * width, i * width + n) for i, n in enumerate(counts)])
-        values = dict(zip(present, gathered[keep].unbind(dim=1), strict=True))
-        for name in ("episode", "group", "turn"):
-            values[name] = values[name].long()
-        anchor = None
-        if with_anchor and local.anchor is not None:
-            anchor = [text for part in gather_object([list(local.anchor)]) for text in part]
-        return TurnBatch(**values, anchor=anchor), start
 
     def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
         """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.

@@ -9,15 +9,21 @@ estimator's advantage (``gigpo+aem``: GiGPO's episode + step advantage, then α)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from aem_agent.aem import Unit, alpha_stats, group_alpha
 from aem_agent.credit.base import Credit, TurnBatch, group_index
 
-if TYPE_CHECKING:
-    from aem_agent.config import AEMConfig
+
+class AEMSettings(Protocol):
+    """The settings AEM reads (``AEMConfig`` has them)."""
+
+    aem_lambda: float
+    aem_eps: float
+    aem_min_range: float
+    aem_unit: Unit
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ class AEM:
     needs: frozenset[str] = frozenset({"entropy"})
 
     @classmethod
-    def from_config(cls, config: AEMConfig, *, apply: bool = True) -> AEM:
+    def from_config(cls, config: AEMSettings, *, apply: bool = True) -> AEM:
         return cls(
             lam=config.aem_lambda,
             eps=config.aem_eps,

@@ -25,22 +25,26 @@ that reach the same state by different paths).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, Protocol, get_args
 
 import torch
 
 from aem_agent.credit.base import Credit, TurnBatch
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from aem_agent.config import AEMConfig
-
 #: How step returns are scaled inside an anchor group: by their std (the paper's F_norm = std,
 #: like TRL's default ``scale_rewards="group"``), or not at all (verl-agent's ``mean_norm``).
 Scale = Literal["std", "none"]
 SCALES: tuple[str, ...] = get_args(Scale)
+
+
+class GiGPOSettings(Protocol):
+    """The settings GiGPO reads (``AEMConfig`` has them)."""
+
+    gigpo_gamma: float
+    gigpo_omega: float
+    gigpo_scale: Scale
 
 
 def discounted_returns(
@@ -93,7 +97,7 @@ class GiGPO:
     needs: frozenset[str] = frozenset({"reward", "anchor"})
 
     @classmethod
-    def from_config(cls, config: AEMConfig) -> GiGPO:
+    def from_config(cls, config: GiGPOSettings) -> GiGPO:
         return cls(gamma=config.gigpo_gamma, omega=config.gigpo_omega, scale=config.gigpo_scale)
 
     def __call__(self, batch: TurnBatch) -> Credit:

@@ -8,20 +8,18 @@ file or a command line can select it, and a user's estimator registered with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from aem_agent.credit.aem import AEM
 from aem_agent.credit.base import GRPO, Chain, CreditError, CreditEstimator
 from aem_agent.credit.gigpo import GiGPO
 
-if TYPE_CHECKING:
-    from aem_agent.config import AEMConfig
-
-#: Builds an estimator from the training settings.
-Factory = Callable[["AEMConfig"], CreditEstimator]
+#: Builds an estimator from the training settings (the ``AEMConfig``; typed loosely here
+#: because the config names its credit chain and so imports this module).
+Factory = Callable[[Any], CreditEstimator]
 
 _REGISTRY: dict[str, Factory] = {
-    "grpo": lambda config: GRPO(),
+    "grpo": lambda _: GRPO(),
     "gigpo": GiGPO.from_config,
     "aem": AEM.from_config,
 }
@@ -57,6 +55,6 @@ def parse(spec: str) -> list[str]:
     return parts
 
 
-def build(spec: str, config: AEMConfig) -> Chain:
+def build(spec: str, config: Any) -> Chain:
     """The chain ``spec`` names, built from ``config``."""
     return Chain(tuple(_REGISTRY[name](config) for name in parse(spec)))

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from aem_agent.aem import Units, unit_index
 from aem_agent.credit.base import TurnBatch
+
+#: The numeric :class:`TurnBatch` fields gathered across processes.
+GATHERED = ("episode", "group", "turn", "advantage", "tokens", "entropy", "logprob", "reward")
 
 
 @dataclass(frozen=True)
@@ -113,3 +117,26 @@ def token_advantages(base: torch.Tensor, advantage: torch.Tensor, units: Units) 
     row_value = torch.where(has_unit.any(1), per_token.gather(1, first).squeeze(1), base)
     agree = torch.where(has_unit, per_token == row_value.unsqueeze(1), True).all()
     return row_value if bool(agree) else per_token
+
+
+def gather_turns(accelerator: Any, local: TurnBatch, *, with_anchor: bool) -> tuple[TurnBatch, int]:
+    """Every process's turns as one batch (in process order), and where this process's turns
+    start in it. Only per-turn scalars travel, and the anchor texts when ``with_anchor``."""
+    from accelerate.utils import gather_object
+
+    device = accelerator.device
+    counts = accelerator.gather(torch.tensor([len(local)], device=device)).tolist()
+    start = sum(counts[: accelerator.process_index])
+    present = {k: getattr(local, k) for k in GATHERED if getattr(local, k) is not None}
+    stacked = torch.stack([v.to(torch.float64) for v in present.values()], dim=1)
+    padded = accelerator.pad_across_processes(stacked.to(device), dim=0, pad_index=0)
+    gathered = accelerator.gather(padded).cpu()
+    width = padded.shape[0]
+    keep = torch.cat([torch.arange(i * width, i * width + n) for i, n in enumerate(counts)])
+    values = dict(zip(present, gathered[keep].unbind(dim=1), strict=True))
+    for name in ("episode", "group", "turn"):
+        values[name] = values[name].long()
+    anchor = None
+    if with_anchor and local.anchor is not None:
+        anchor = [text for part in gather_object([list(local.anchor)]) for text in part]
+    return TurnBatch(**values, anchor=anchor), start

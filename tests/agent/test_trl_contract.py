@@ -143,3 +143,11 @@ def test_the_fused_head_reads_the_compact_predicate_by_module_name() -> None:
     assert "compact = _use_triton(hidden_states.device)" in inspect.getsource(
         trl_utils.add_fused_lm_head
     )
+
+
+def test_trl_has_no_advantage_hook_yet() -> None:
+    """The hook proposed in TRL PR #7298 (``_transform_advantages``) maps the gathered (B,)
+    advantages before slicing: it sees neither the rollout's turns nor the rows the step
+    layout trains, so ``GRPOInternals`` overrides ``_generate_and_score_completions``. When a
+    TRL release adds it, this fails: see whether it now serves (docs/credit.md)."""
+    assert not hasattr(GRPOTrainer, "_transform_advantages")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, get_args, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 import torch
 
@@ -25,7 +25,6 @@ from aem_envs.core.errors import AEMError
 
 #: What an estimator may ask the trainer to fill in (:attr:`CreditEstimator.needs`).
 Need = Literal["entropy", "logprob", "reward", "anchor"]
-NEEDS: tuple[str, ...] = get_args(Need)
 
 
 @dataclass(frozen=True)

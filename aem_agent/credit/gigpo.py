@@ -50,16 +50,18 @@ class GiGPOSettings(Protocol):
 def discounted_returns(
     reward: torch.Tensor, episode: torch.Tensor, turn: torch.Tensor, gamma: float
 ) -> torch.Tensor:
-    """R_t = r_t + γ·R_{t+1} along each episode's turns (in ``turn`` order), per unit."""
-    reward = reward.to(torch.float64)
-    returns = torch.zeros_like(reward)
-    order = sorted(range(len(reward)), key=lambda i: (int(episode[i]), int(turn[i])))
-    later: dict[int, float] = {}
-    for i in reversed(order):
-        key = int(episode[i])
-        returns[i] = reward[i] + gamma * later.get(key, 0.0)
-        later[key] = float(returns[i])
-    return returns
+    """R_t = r_t + γ·R_{t+1} along each episode's turns (by ``turn`` index), per unit.
+
+    Vectorised over episodes: one pass over the turn index, from the last turn back.
+    """
+    if len(reward) == 0:
+        return reward.to(torch.float64)
+    _, row = torch.unique(episode, return_inverse=True)
+    table = torch.zeros(int(row.max()) + 1, int(turn.max()) + 2, dtype=torch.float64)
+    table[row, turn] = reward.to(torch.float64)
+    for t in range(table.shape[1] - 2, -1, -1):
+        table[:, t] += gamma * table[:, t + 1]
+    return table[row, turn]
 
 
 def anchor_groups(anchor: Sequence[str], group: torch.Tensor) -> torch.Tensor:
@@ -72,17 +74,22 @@ def anchor_groups(anchor: Sequence[str], group: torch.Tensor) -> torch.Tensor:
 def step_advantages(
     returns: torch.Tensor, step_group: torch.Tensor, *, scale: Scale = "std", eps: float = 1e-6
 ) -> torch.Tensor:
-    """A^S per unit: returns centred (and scaled) inside their step group (0 in groups of one)."""
-    out = torch.zeros_like(returns, dtype=torch.float64)
-    for gid in step_group.unique().tolist():
-        members = step_group == gid
-        values = returns[members].to(torch.float64)
-        centred = values - values.mean()
-        if scale == "std":
-            std = values.std() if len(values) > 1 else torch.ones((), dtype=torch.float64)
-            centred = centred / (std + eps)
-        out[members] = centred
-    return out
+    """A^S per unit: returns centred (and scaled) inside their step group (0 in groups of one).
+
+    The std is the unbiased one; a group of one has std 1, as in verl-agent (its A^S is 0).
+    """
+    returns = returns.to(torch.float64)
+    if len(returns) == 0:
+        return returns
+    n = int(step_group.max()) + 1
+    count = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, torch.ones_like(returns))
+    total = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, returns)
+    centred = returns - (total / count)[step_group]
+    if scale == "none":
+        return centred
+    squares = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, centred**2)
+    std = torch.where(count > 1, (squares / (count - 1).clamp(min=1)).sqrt(), 1.0)
+    return centred / (std[step_group] + eps)
 
 
 @dataclass(frozen=True)

@@ -120,9 +120,10 @@ class GRPOInternals(GRPOTrainer):
     def _get_per_token_logps_and_entropies(self, model: Any, *args: Any, **kwargs: Any) -> Any:
         """Mirrors ``GRPOTrainer._get_per_token_logps_and_entropies``: every forward TRL
         makes (old policy, reference, loss) scores reply positions only, and within
-        :meth:`capture_old_policy_entropies` the policy's no-entropy forward (TRL's old-policy
-        forward) also keeps its entropies."""
-        capture = self._entropy_capture is not None and model is self.model
+        :meth:`capture_old_policy_entropies` the policy's first no-entropy forward (TRL's
+        old-policy forward; a reference forward of the same model comes after it) also keeps
+        its entropies."""
+        capture = self._entropy_capture == [] and model is self.model
         capture = capture and not kwargs.get("compute_entropy")
         if capture:
             kwargs["compute_entropy"] = True
@@ -157,7 +158,7 @@ class GRPOInternals(GRPOTrainer):
     @contextmanager
     def capture_old_policy_entropies(self, wanted: bool) -> Iterator[list[torch.Tensor]]:
         """Within (if ``wanted``): TRL's old-policy forward of the policy also computes the
-        entropies, appended to the yielded list instead of returned (TRL asks for none)."""
+        entropies, put in the yielded list instead of returned (TRL asks for none)."""
         captured: list[torch.Tensor] = []
         self._entropy_capture = captured if wanted else None
         try:

@@ -142,3 +142,30 @@ def test_a_training_step_leaves_trls_predicate(
     trainer.train()
     assert during and all(during)
     assert trl_utils._use_triton is trls
+
+
+def test_entropies_come_from_trls_old_policy_forward(tiny_model_dir, tmp_path) -> None:
+    """Plain prompts (no sampler entropies) with two iterations per generation: TRL runs its
+    old-policy forward anyway, and AEM takes the entropies from it (source 2), no extra one."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from aem_agent.trainer import SOURCE_OLD_POLICY, AEMGRPOTrainer
+    from tests.agent.test_trainer import make_config, reply_reward
+
+    config = make_config(tmp_path, "unused/Env-v0", max_completion_length=8, num_iterations=2)
+    trainer = AEMGRPOTrainer(
+        model=str(tiny_model_dir),
+        reward_funcs=[reply_reward],
+        args=config,
+        train_dataset=Dataset.from_dict({"prompt": ["look", "open"]}),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    assert trainer.old_policy_forward_runs()
+    torch.manual_seed(0)
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([{"prompt": "look"}] * 4)
+    assert "old_per_token_logps" in out
+    metrics = trainer._metrics["train"]
+    assert metrics["aem/entropy_source"] == [SOURCE_OLD_POLICY]
+    assert metrics["aem/entropy_mean"][0] > 0

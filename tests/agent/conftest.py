@@ -8,6 +8,7 @@ the builder lives in :mod:`aem_agent.tiny`, shared with the learning experiments
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import gymnasium as gym
 import pytest
 
+from aem_agent.credit import Credit, TurnBatch
 from aem_agent.tiny import CHATML_TEMPLATE, build_tiny_model
 from aem_envs.core.base import TextEnv
 from aem_envs.core.outcome import Outcome, Task
@@ -22,6 +24,7 @@ from aem_envs.core.outcome import Outcome, Task
 __all__ = [
     "CHATML_TEMPLATE",
     "DoorsEnv",
+    "Doubling",
     "build_tiny_model",
     "doors_env_id",
     "registered_double",
@@ -71,12 +74,21 @@ class DoorsEnv(TextEnv):
 DOORS_ENV_ID = "aemtest/Doors-v0"
 
 
+@dataclasses.dataclass(frozen=True)
+class Doubling:
+    """A user-written credit estimator: twice the advantage it is given."""
+
+    name: str = "double"
+    needs: frozenset[str] = frozenset()
+
+    def __call__(self, batch: TurnBatch) -> Credit:
+        return Credit(2 * batch.advantage, {"double/calls": 1.0})
+
+
 @pytest.fixture
 def registered_double() -> Iterator[str]:
-    """A user-written credit estimator (twice the advantage it is given), selectable as
-    ``credit="double"`` for the duration of a test."""
+    """:class:`Doubling`, selectable as ``credit="double"`` for the duration of a test."""
     from aem_agent import credit
-    from tests.agent.credit.test_base import Doubling
 
     credit.register("double", lambda config: Doubling())
     yield "double"

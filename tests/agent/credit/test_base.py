@@ -10,17 +10,7 @@ import torch
 from aem_agent.aem import aem_modulate
 from aem_agent.credit import AEM, GRPO, Chain, Credit, CreditError, GiGPO, TurnBatch, build, parse
 from aem_agent.credit.turns import RowTurns, local_turns, token_advantages
-
-
-@dataclasses.dataclass(frozen=True)
-class Doubling:
-    """A user-written estimator: twice the advantage it is given."""
-
-    name: str = "double"
-    needs: frozenset[str] = frozenset()
-
-    def __call__(self, batch: TurnBatch) -> Credit:
-        return Credit(2 * batch.advantage, {"double/calls": 1.0})
+from tests.agent.conftest import Doubling
 
 
 def step_rows() -> tuple[RowTurns, torch.Tensor]:

@@ -38,6 +38,7 @@ def trajectory_batch(
         "valid_rate": [
             sum(t.action_valid for t in e.turns) / max(len(e.turns), 1) for e in episodes
         ],
+        "infra_error": [e.infra_error for e in episodes],
     }
     if stand_in_eos is not None:
         batch.update(
@@ -54,24 +55,39 @@ def trajectory_batch(
         logprobs=[e.logprobs for e in episodes],
         env_mask=[e.env_mask for e in episodes],
         turn_ids=[e.turn_ids for e in episodes],
+        turn_rewards=[[t.reward for t in e.turns] for e in episodes],
+        turn_anchors=[[t.anchor for t in e.turns] for e in episodes],
     )
     if all(len(e.entropies) == len(e.completion_ids) for e in episodes):
         batch["sampler_entropies"] = [e.entropies for e in episodes]
     return batch
 
 
-def _step_sample(turn: Turn) -> dict[str, list]:
-    """One turn as the trainer's step row: its context, reply, log-probs (and entropies)."""
-    sample: dict[str, list] = {
+def _step_sample(turn: Turn) -> dict[str, Any]:
+    """One turn as the trainer's step row: its context, reply, log-probs (and entropies), and
+    for credit estimators its reward and the state it acted on."""
+    sample: dict[str, Any] = {
         "prompt_ids": turn.prompt_ids,
         "completion_ids": turn.reply.ids,
         "logprobs": turn.reply.logprobs,
+        "reward": turn.reward,
+        "anchor": turn.anchor,
     }
     if turn.reply.entropies is not None:
         sample["entropies"] = turn.reply.entropies
     return sample
 
 
-def episode_reward(completions: list, episode_reward: list[float], **_: Any) -> list[float]:
-    """TRL reward function: the episode's summed env reward (10 / 0 / −0.1 by default)."""
-    return [float(r) for r in episode_reward]
+def episode_reward(
+    completions: list,
+    episode_reward: list[float],
+    infra_error: list[str | None] | None = None,
+    **_: Any,
+) -> list[float | None]:
+    """TRL reward function: the episode's summed env reward (10 / 0 / −0.1 by default).
+
+    An episode whose env failed for an infrastructure reason gets ``None``: TRL then leaves it
+    out of its group's baseline and gives it advantage 0, as the policy did not cause it.
+    """
+    failed = infra_error or [None] * len(episode_reward)
+    return [None if f else float(r) for r, f in zip(episode_reward, failed, strict=True)]

@@ -16,6 +16,9 @@ from trl import GRPOConfig
 
 from aem_agent.aem import UNITS, Unit
 from aem_agent.batches import LAYOUTS, Layout
+from aem_agent.credit.base import CreditError
+from aem_agent.credit.gigpo import SCALES, Scale
+from aem_agent.credit.registry import parse
 from aem_agent.prompts import PromptSettings
 from aem_envs.core.errors import AEMError
 
@@ -121,6 +124,21 @@ class AEMConfig(GRPOConfig, PromptSettings):
             own, the same number of chunks on every process. Exact for the loss types that
             normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`);
             other loss types keep TRL's one forward per micro-batch.
+
+        > Credit assignment (``docs/credit.md``)
+
+        credit (`str` or `None`, *optional*, defaults to `None`):
+            The credit estimators, by registered name, joined by `+` and applied in order:
+            `"grpo"` (TRL's episode advantage), `"aem"`, `"gigpo"`, `"gigpo+aem"`, or a name
+            given to :func:`aem_agent.credit.register`. `None`: `"aem"` when `aem_enabled`,
+            else `"grpo"`.
+        gigpo_gamma (`float`, *optional*, defaults to `0.95`):
+            GiGPO's discount γ of the step returns R_t = r_t + γ·R_{t+1} (the paper's).
+        gigpo_omega (`float`, *optional*, defaults to `1.0`):
+            GiGPO's weight ω of the step-level advantage (the paper's).
+        gigpo_scale (`Literal["std", "none"]`, *optional*, defaults to `"std"`):
+            Step returns inside an anchor-state group are centred and divided by their std
+            (`"std"`), or only centred (`"none"`, verl-agent's `mean_norm`).
     """
 
     aem_enabled: bool = field(
@@ -198,8 +216,36 @@ class AEMConfig(GRPOConfig, PromptSettings):
         default=4096,
         metadata={"help": "Most tokens in one training forward (chunks back-propagated apart)."},
     )
+    # TRL's GRPOConfig defaults the deprecated alias ``gradient_checkpointing`` to True, which
+    # transformers 5 warns about for every config made; the same default goes to the current
+    # name in __post_init__, unless either name is set.
+    gradient_checkpointing: bool | None = field(  # type: ignore[assignment]  # None: unset
+        default=None, metadata={"help": "Deprecated alias of activation_checkpointing."}
+    )
+    credit: str | None = field(
+        default=None,
+        metadata={
+            "help": "Credit estimators joined by '+': grpo, aem, gigpo, gigpo+aem or a "
+            "registered name (default: aem, or grpo with aem_enabled=False)."
+        },
+    )
+    gigpo_gamma: float = field(
+        default=0.95, metadata={"help": "GiGPO discount of the step returns (0 < γ <= 1)."}
+    )
+    gigpo_omega: float = field(
+        default=1.0, metadata={"help": "GiGPO weight of the step-level advantage."}
+    )
+    gigpo_scale: Scale = field(
+        default="std",
+        metadata={
+            "help": "'std': step returns standardised in their anchor group; 'none': centred.",
+            "choices": list(SCALES),
+        },
+    )
 
     def __post_init__(self) -> None:
+        if self.gradient_checkpointing is None and self.activation_checkpointing is None:
+            self.activation_checkpointing = True  # GRPOConfig's default
         super().__post_init__()
         if self.aem_unit not in UNITS:
             raise ConfigError(f"aem_unit={self.aem_unit!r}; choose one of {list(UNITS)}")
@@ -225,6 +271,30 @@ class AEMConfig(GRPOConfig, PromptSettings):
             raise ConfigError(f"history_window={self.history_window} must be >= 0")
         if not self.env_ids:
             raise ConfigError("env_ids is empty; name at least one env id, e.g. aem/ALFWorld-v0")
+        self._check_credit()
+
+    def _check_credit(self) -> None:
+        """The credit chain names registered estimators and agrees with ``aem_enabled``."""
+        try:
+            chain = parse(self.credit_spec)
+        except CreditError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.credit is not None and "aem" in chain and not self.aem_enabled:
+            raise ConfigError(
+                f"credit={self.credit!r} applies AEM but aem_enabled=False (--algo grpo); "
+                "drop one of the two"
+            )
+        if not 0 < self.gigpo_gamma <= 1:
+            raise ConfigError(f"gigpo_gamma={self.gigpo_gamma} must be in (0, 1]")
+        if self.gigpo_scale not in SCALES:
+            raise ConfigError(f"gigpo_scale={self.gigpo_scale!r}; choose one of {list(SCALES)}")
+
+    @property
+    def credit_spec(self) -> str:
+        """The credit chain to train with: ``credit``, else what ``aem_enabled`` implies."""
+        if self.credit is not None:
+            return self.credit
+        return "aem" if self.aem_enabled else "grpo"
 
     @property
     def aem_active(self) -> bool:

@@ -59,13 +59,18 @@ class EpisodeSpec:
 
 @dataclass
 class Turn:
-    """One assistant turn: the exact context the model saw and what it produced."""
+    """One assistant turn: the exact context the model saw and what it produced.
+
+    ``anchor`` is the observation the turn acted on: the environment state, which GiGPO
+    matches across the episodes of a group (``aem_agent.credit.gigpo``).
+    """
 
     prompt_ids: list[int]
     reply: Generated
     text: str
     reward: float
     action_valid: bool
+    anchor: str = ""
 
 
 @dataclass
@@ -86,6 +91,9 @@ class Episode:
     done: bool = False
     #: True when the token budget, not the env, ended the episode.
     out_of_tokens: bool = False
+    #: What the env reported in ``info["infra_error"]`` when its infrastructure (engine,
+    #: browser, container) failed: the episode ends there and earns no reward in training.
+    infra_error: str | None = None
 
 
 def task_dataset(

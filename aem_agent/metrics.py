@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aem_envs.core.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:  # transformers loads when a run starts
-    from transformers import TrainerCallback
+    from transformers import Trainer, TrainerCallback
 
 #: Plotted panels: (title, metric keys tried in order).
 PANELS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -64,6 +64,24 @@ def log_line_callback(sink: Callable[[str], None] | None = None) -> TrainerCallb
                     sink(line)
 
     return _LogLine()
+
+
+def readable_terminal(trainer: Trainer) -> None:
+    """Leave the terminal to :func:`log_line_callback`'s readable line.
+
+    transformers writes the raw dict of every log after it (``ProgressCallback.on_log``, or
+    ``PrinterCallback`` without a progress bar); the bar stays, the dict goes — it is in
+    ``metrics.csv`` and TensorBoard.
+    """
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class _BarOnly(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            return None
+
+    if trainer.pop_callback(ProgressCallback) is not None:
+        trainer.add_callback(_BarOnly())
+    trainer.pop_callback(PrinterCallback)
 
 
 class MetricsWriter:

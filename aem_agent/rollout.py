@@ -331,16 +331,17 @@ class MultiTurnRollout:
         step: tuple[str, SupportsFloat, bool, bool, dict[str, Any]],
     ) -> None:
         obs, reward, terminated, truncated, info = step
-        episode.turns.append(Turn(context, reply, text, float(reward), info["action_valid"]))
+        acted = Turn(context, reply, text, float(reward), info["action_valid"], inp.observation)
+        episode.turns.append(acted)
         episode.completion_ids += reply.ids
         episode.env_mask += [1] * len(reply.ids)
         episode.logprobs += reply.logprobs
         episode.entropies += reply.entropies if reply.entropies is not None else []
         episode.turn_ids += [turn] * len(reply.ids)
         episode.reward += float(reward)
-        episode.won = bool(info["won"])
-        episode.score = float(info["score"])
-        episode.done = bool(terminated or truncated)
+        episode.won, episode.score = bool(info["won"]), float(info["score"])
+        episode.infra_error = str(info["infra_error"]) if info.get("infra_error") else None
+        episode.done = bool(terminated or truncated or episode.infra_error)  # infra: ends it
         inp.history.append((inp.observation, info.get("parsed_action") or text))
         inp.observation = obs
         inp.admissible_actions = info["admissible_actions"]

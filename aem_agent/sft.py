@@ -352,7 +352,7 @@ def build_sft_trainer(
         report_to="none",
         use_cpu=cpu,
         bf16=not cpu or cpu_bf16_supported(),
-        gradient_checkpointing=False,  # small models: recomputing costs more than it saves
+        activation_checkpointing=False,  # small models: recomputing costs more than it saves
         lr_scheduler_type="cosine",
         warmup_steps=0.05,
         dataloader_num_workers=0,

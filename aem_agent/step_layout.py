@@ -8,10 +8,9 @@ reference log-probs, the vLLM importance-sampling ratio, the entropies AEM needs
 rows across processes so every rank makes the same number of forward calls and gathers.
 
 It is a change of rows, not of the algorithm, and is kept out of :mod:`aem_agent.trainer` so
-that module reads as ``GRPOTrainer`` plus the AEM advantage change and its wiring. The mixin
-goes before ``GRPOTrainer`` in the bases (``class AEMGRPOTrainer(StepLayoutMixin,
-GRPOTrainer)``): its forwards call the ``GRPOTrainer`` method after it in the MRO, past the
-trainer's entropy-capturing override (:class:`aem_agent.trainer.AEMGRPOTrainer`).
+that module reads as ``GRPOTrainer`` plus the credit change and its wiring. Its forwards are
+TRL's own per-token forward (:meth:`aem_agent.trl_private.GRPOInternals.score_tokens`), not
+the entropy-capturing override.
 """
 
 from __future__ import annotations
@@ -23,14 +22,16 @@ from trl.models.utils import disable_gradient_checkpointing
 from trl.trainer.utils import use_adapter
 
 from aem_agent import steps
+from aem_agent.credit.turns import RowTurns
+from aem_agent.trl_private import rows_first
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
-    from trl import GRPOTrainer
 
     from aem_agent.config import AEMConfig
+    from aem_agent.trl_private import GRPOInternals
 
-    _Base = GRPOTrainer  # what the mixin is mixed into, for the type checker
+    _Base = GRPOInternals  # what the mixin is mixed into, for the type checker
 else:
     _Base = object
 
@@ -44,8 +45,6 @@ class StepLayoutMixin(_Base):
     if TYPE_CHECKING:  # provided by AEMGRPOTrainer
         args: AEMConfig
         model: PreTrainedModel | torch.nn.Module
-
-        def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor: ...
 
     def _step_batch(
         self, inputs: list[dict[str, Any]], out: dict[str, Any], want_entropy: bool
@@ -62,11 +61,13 @@ class StepLayoutMixin(_Base):
         device = out["advantages"].device
         assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
         chunks = self.args.steps_per_generation if self.model.training else 1
-        local_rows = sum(len(x["steps"]) for x in inputs)
+        # Infrastructure-failed episodes train no rows (TRL gave them advantage 0 already).
+        played = [[] if x.get("infra_error") else x["steps"] for x in inputs]
+        local_rows = sum(len(turns) for turns in played)
         counts = self.accelerator.gather(torch.tensor([local_rows], device=device)).tolist()
         pad_id = cast("PreTrainedTokenizerBase", self.processing_class).pad_token_id
         rows = steps.collect_steps(
-            [x["steps"] for x in inputs],
+            played,
             pad_id,
             rows=steps.padded_row_count(local_rows, counts, chunks),
         )
@@ -111,7 +112,50 @@ class StepLayoutMixin(_Base):
             batch["importance_sampling_ratio"] = ratio.to(device)
         if "ref_per_token_logps" in out:
             batch["ref_per_token_logps"] = self._step_reference(rows, n_calls).to(device)
-        return batch, rows, entropies, source
+        self._log_turn_rows(rows, out)
+        return rows_first(batch), rows, entropies, source
+
+    def _log_turn_rows(self, rows: steps.StepRows, stand_ins: dict[str, Any]) -> None:
+        """TRL's token count and completion-length metrics, recomputed on the turn rows.
+
+        TRL logged them from the one-token stand-in rows it scored (``num_tokens`` 2 per
+        episode, every completion 1 token long); what the model trains on are the turn rows.
+        The vLLM sampling metrics TRL computed on the stand-ins are not logged (the ratio is
+        recomputed per token on the turn rows; its statistics are not).
+        """
+        mode = "train" if self.model.training else "eval"
+        device = self.accelerator.device
+        real = rows.real
+        reply = rows.completion_mask.sum(1)[real]
+        tokens = rows.prompt_mask.sum() + rows.completion_mask.sum()
+        loss_mask = stand_ins["completion_mask"] * stand_ins.get("tool_mask", 1)
+        counted = stand_ins["prompt_mask"].sum().cpu() + loss_mask.sum().cpu()
+        both = self.accelerator.gather(torch.stack([tokens, counted]).to(device).view(1, 2))
+        if mode == "train":
+            self.state.num_input_tokens_seen += int(both[:, 0].sum() - both[:, 1].sum())
+        self.replace_metric(mode, "num_tokens", self.state.num_input_tokens_seen)
+        last = rows.completion_ids[real].gather(1, (reply - 1).clamp(min=0).unsqueeze(1))
+        ended = torch.isin(last.squeeze(1), torch.tensor(self.eos_token_ids))
+        local = torch.stack([reply.float(), ended.float()], dim=1).to(device)
+        padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=-1)
+        gathered = self.accelerator.gather(padded).cpu()
+        gathered = gathered[gathered[:, 0] >= 0]
+        if not len(gathered):  # every episode failed for an infrastructure reason
+            return
+        lengths, ended_all = gathered[:, 0], gathered[:, 1] > 0
+        terminated = lengths[ended_all] if bool(ended_all.any()) else torch.zeros(1)
+        values = {
+            "completions/mean_length": lengths.mean(),
+            "completions/min_length": lengths.min(),
+            "completions/max_length": lengths.max(),
+            "completions/clipped_ratio": (~ended_all).float().mean(),
+            "completions/mean_terminated_length": terminated.mean(),
+            "completions/min_terminated_length": terminated.min(),
+            "completions/max_terminated_length": terminated.max(),
+        }
+        for name, value in values.items():
+            self.replace_metric(mode, name, float(value))
+        self.drop_metrics(mode, "sampling/")
 
     def _step_forward(
         self, model: Any, rows: steps.StepRows, n_calls: int, with_entropy: bool
@@ -120,10 +164,9 @@ class StepLayoutMixin(_Base):
         device = self.accelerator.device
 
         def forward(ids, attention, keep):
-            logps, entropies, _ = super(StepLayoutMixin, self)._get_per_token_logps_and_entropies(
+            return self.score_tokens(
                 model, ids.to(device), attention.to(device), keep, compute_entropy=with_entropy
             )
-            return logps, entropies
 
         # TRL makes the same call: a PeftModel forwards the checkpointing switches to its base
         # model, and TrainingArguments has parsed a JSON string of kwargs into a dict.
@@ -141,11 +184,23 @@ class StepLayoutMixin(_Base):
         with use_adapter(model, adapter_name="ref" if "ref" in model.peft_config else None):
             return self._step_forward(self.model, rows, n_calls, False)[0]
 
-    def _step_view(self, rows: steps.StepRows, n_episodes: int) -> dict:
-        """Rows are turns; for the trajectory unit the rows of one episode form one unit."""
-        first = self.accelerator.process_index * n_episodes
-        return {
-            "mask": rows.completion_mask,
-            "groups": self._group_of(rows.episode, n_episodes),
-            "episode_ids": torch.where(rows.real, first + rows.episode, -1),
-        }
+    def _step_turns(
+        self, rows: steps.StepRows, inputs: list[dict[str, Any]], out: dict[str, Any]
+    ) -> RowTurns:
+        """Rows are turns, in episode then turn order: each real row is one unit."""
+        n_episodes = len(inputs)
+        row_turn, played = [], dict[int, int]()
+        for ep in rows.episode.tolist():
+            row_turn.append(played.get(ep, 0))
+            played[ep] = row_turn[-1] + 1
+        reported = all("reward" in s for x in inputs for s in x["steps"])
+        return RowTurns(
+            mask=rows.completion_mask,
+            group=self.group_of(rows.episode, n_episodes),
+            episode=rows.episode,
+            first_episode=self.accelerator.process_index * n_episodes,
+            advantage=out["advantages"],
+            row_turn=torch.tensor(row_turn, dtype=torch.long),
+            rewards=[[s["reward"] for s in x["steps"]] for x in inputs] if reported else None,
+            anchors=[[s["anchor"] for s in x["steps"]] for x in inputs] if reported else None,
+        )

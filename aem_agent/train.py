@@ -112,7 +112,8 @@ def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]
         # CPU defaults: LoRA (a fraction of the optimizer state and gradient work) and no
         # gradient checkpointing (it recomputes every forward; memory is not the limit here).
         values.setdefault("use_peft", True)
-        values.setdefault("gradient_checkpointing", False)
+        if "gradient_checkpointing" not in values:  # the deprecated name, if the user gave it
+            values.setdefault("activation_checkpointing", False)
         # Activations of SmolLM2-135M with LoRA cost about 2.7 MB per token in a training
         # forward: 256 tokens a chunk (one compact ALFWorld turn row) keeps a step at about
         # 1.5 GB of memory (3.6 GB at 1024), and one-row chunks were no slower on 1 thread.

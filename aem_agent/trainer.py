@@ -1,15 +1,15 @@
-"""``AEMGRPOTrainer``: TRL's GRPO trainer with AEM applied after its advantage computation.
+"""``AEMGRPOTrainer``: TRL's GRPO trainer with turn-level credit assignment (AEM by default).
 
 The only change w.r.t. ``GRPOTrainer`` is the advantage: after TRL has computed the group
-advantage, :mod:`aem_agent.aem` rescales it per turn-response by an entropy weight α
-(``docs/aem.md``). The loss, optimizer, sampling and everything else stay TRL's. With the
-step layout the batch TRL scored (one row per episode) is rewritten into one row per turn by
-:class:`aem_agent.step_layout.StepLayoutMixin` before AEM runs; that is a change of rows, not
-of the algorithm.
+advantage, a credit chain (:mod:`aem_agent.credit`, ``docs/credit.md``) turns it into one
+advantage per turn — AEM's entropy weight α (``docs/aem.md``), GiGPO's step-level advantage,
+both, or a user's estimator. The loss, optimizer, sampling and everything else stay TRL's.
+With the step layout the batch TRL scored (one row per episode) is rewritten into one row per
+turn by :class:`aem_agent.step_layout.StepLayoutMixin` first; that is a change of rows, not of
+the algorithm. What this relies on inside TRL is :mod:`aem_agent.trl_private`.
 
-TRL 1.16 builds advantages inside ``_generate_and_score_completions`` (no separate hook), so
-this class calls it, then rewrites its output. Where the per-token entropies come from,
-cheapest first (no extra forward pass when they are already known):
+Where the per-token entropies AEM needs come from, cheapest first (no extra forward pass when
+they are already known):
 
 1. the sampler: :class:`aem_agent.rollout.MultiTurnRollout` returns the entropy of every token
    it generated, computed from the same logits it sampled from;
@@ -18,9 +18,9 @@ cheapest first (no extra forward pass when they are already known):
 3. otherwise one extra no-grad forward over the rows. ``aem/entropy_source`` in the logs says
    which one ran (1, 2 or 3).
 
-A group's units may sit on several processes, so each process computes the mean entropy of
-its own units and only those scalars (with their group ids) are gathered before α; each
-process then applies the α of its own units.
+A GRPO group's turns may sit on several processes, so each process sums up its own turns
+(mean entropy, reward, state, ...) and only those per-turn values are gathered before the
+chain runs; each process then keeps the advantages of its own turns.
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import torch
-from trl import GRPOTrainer
 
 from aem_agent import steps
-from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
 from aem_agent.config import AEMConfig, ConfigError
-from aem_agent.head import reply_positions_only
+from aem_agent.credit import AEM, GRPO, Chain, build
+from aem_agent.credit.turns import RowTurns, gather_turns, local_turns, token_advantages
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,
     SOURCE_SAMPLER,
     StepLayoutMixin,
 )
+from aem_agent.trl_private import GRPOInternals
 
 if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
@@ -51,17 +51,19 @@ if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
 
 
-class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
-    """GRPO with Adaptive Entropy Modulation; with ``aem_enabled=False`` (or λ = 0) it is GRPO.
+class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
+    """GRPO with turn-level credit (``args.credit``; AEM by default); ``credit="grpo"``,
+    ``aem_enabled=False`` or λ = 0 is GRPO.
 
-    Logged each step (besides TRL's metrics): ``aem/entropy_mean``, ``aem/alpha_min``,
-    ``aem/alpha_max``, ``aem/alpha_std``, ``aem/gated_share``, ``aem/units``,
-    ``aem/positive_advantage_share``, ``aem/entropy_source`` and, when the rollout reports
-    them, ``episode/success_rate``, ``episode/score``, ``episode/turns`` and
-    ``episode/valid_rate``.
+    Logged each step (besides TRL's metrics and each estimator's own, e.g. ``gigpo/*``):
+    ``aem/entropy_mean``, ``aem/alpha_min``, ``aem/alpha_max``, ``aem/alpha_std``,
+    ``aem/gated_share``, ``aem/units`` (whenever entropies are known),
+    ``aem/positive_advantage_share``, ``aem/entropy_source``, ``episode/infra_failed`` and,
+    when the rollout reports them, ``episode/success_rate``, ``episode/score``,
+    ``episode/turns`` and ``episode/valid_rate``.
 
     The step layout's rows come from :class:`~aem_agent.step_layout.StepLayoutMixin`
-    (``_step_batch``, ``_step_view``, ``_step_forward``, ``_step_reference``).
+    (``_step_batch``, ``_step_turns``, ``_step_forward``, ``_step_reference``).
     """
 
     args: AEMConfig
@@ -118,8 +120,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             rollout_func=rollout_func,
             **kwargs,
         )
-        self._aem_capture = False
-        self._aem_captured: torch.Tensor | None = None
+        self._old_policy_entropies: torch.Tensor | None = None
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
         if layout != self.args.rollout_layout:
             raise ConfigError(
@@ -127,59 +128,47 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
                 f"{self.args.rollout_layout!r}; build both from the same AEMConfig"
             )
 
-    # ------------------------------------------------------------------ entropy capture
-    def _get_per_token_logps_and_entropies(self, model, *args: Any, **kwargs: Any):
-        """Ask TRL's old-policy forward for entropies too, when AEM needs them (source 2)."""
-        capture = self._aem_capture and model is self.model and not kwargs.get("compute_entropy")
-        if capture:
-            kwargs["compute_entropy"] = True
-            self._aem_capture = False
-        with reply_positions_only(self.accelerator.device):
-            logps, entropies, aux = super()._get_per_token_logps_and_entropies(
-                model, *args, **kwargs
-            )
-        if capture:
-            self._aem_captured = entropies
-            entropies = None
-        return logps, entropies, aux
+    # ------------------------------------------------------------------ around TRL's scoring
+    @property
+    def credit(self) -> Chain:
+        """The credit chain of ``args`` (``args.credit_spec``), built for each batch so that
+        a change of the settings between batches takes effect."""
+        return build(self.args.credit_spec, self.args)
 
-    def _old_policy_forward_runs(self) -> bool:
-        """Whether TRL computes old-policy log-probs this batch (the condition it uses)."""
-        assert self.args.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
-        generate_every = self.args.steps_per_generation * self.num_iterations
-        return self.args.gradient_accumulation_steps % generate_every != 0 or bool(
-            self.use_vllm and self.vllm_importance_sampling_correction
-        )
-
-    # ------------------------------------------------------------------ the override
-    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
-        step_layout = self.args.rollout_layout == "step"
+    @contextmanager
+    def scoring(self, inputs: list[dict[str, Any]]) -> Iterator[None]:
+        """Ask TRL's old-policy forward for entropies too when nothing cheaper has them."""
         provides = getattr(self.rollout_func, "provides_entropies", None)
         sampler_known = bool(provides is not None and provides(self))
         # The step layout recomputes every forward on its own rows; TRL's run on stand-ins.
-        self._aem_capture = (
-            not step_layout and not sampler_known and self._old_policy_forward_runs()
+        wanted = (
+            self.args.rollout_layout != "step"
+            and not sampler_known
+            and self.old_policy_forward_runs()
         )
-        self._aem_captured = None
-        try:
-            out = super()._generate_and_score_completions(inputs)
-        finally:
-            self._aem_capture = False
-        # TRL merges the rollout's extra keys into ``inputs`` inside the call above.
+        with self.capture_old_policy_entropies(wanted) as captured:
+            yield
+        self._old_policy_entropies = captured[0] if captured else None
+
+    def rewrite_batch(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
+        """TRL's scored batch with the step layout's rows and the credit chain's advantages."""
+        # TRL merged the rollout's extra keys into ``inputs`` while scoring.
         mode = "train" if self.model.training else "eval"
         self._log_episodes(inputs, mode)
         share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
-        self._metrics[mode]["aem/positive_advantage_share"].append(share)
-        want_entropy = self.args.aem_active
-        if step_layout and inputs and "steps" in inputs[0]:
+        self.record_metric(mode, "aem/positive_advantage_share", share)
+        chain = self.credit
+        want_entropy = "entropy" in chain.needs
+        if self.args.rollout_layout == "step" and inputs and "steps" in inputs[0]:
             out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
-            view = self._step_view(rows, len(inputs))
+            turns, logprobs = self._step_turns(rows, inputs, out), rows.logprobs
         else:
+            self._drop_failed_rows(inputs, out)
             entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
-            view = self._trajectory_view(inputs, out)
+            turns, logprobs = self._trajectory_turns(inputs, out), None
         if entropies is not None:
-            self._modulate(out, entropies, view, mode)
-            self._metrics[mode]["aem/entropy_source"].append(source)
+            self.record_metric(mode, "aem/entropy_source", source)
+        self._assign_credit(chain, out, turns, entropies, logprobs, mode)
         return out
 
     # ------------------------------------------------------------------ training forward
@@ -213,79 +202,84 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             times[logged:] = [sum(times[logged:])]
         return total
 
-    @contextmanager
-    def _inputs_prepared(self) -> Iterator[None]:
-        """Within: ``Trainer.training_step`` takes its inputs as already prepared."""
-        saved = self.__dict__.get("_prepare_inputs")
-        # An instance attribute over the method, on purpose (removed again below).
-        self._prepare_inputs = _unchanged  # type: ignore[method-assign]
-        try:
-            yield
-        finally:
-            if saved is None:
-                del self._prepare_inputs
-            else:
-                self._prepare_inputs = saved  # type: ignore[method-assign]  # as above
-
-    # ------------------------------------------------------------------ AEM
-    def _modulate(
-        self, out: dict[str, Any], entropies: torch.Tensor, view: dict[str, Any], mode: str
+    # ------------------------------------------------------------------ credit
+    def _assign_credit(
+        self,
+        chain: Chain,
+        out: dict[str, Any],
+        rows: RowTurns,
+        entropies: torch.Tensor | None,
+        logprobs: torch.Tensor | None,
+        mode: str,
     ) -> None:
-        """α per unit from gathered group statistics; rescale ``out["advantages"]`` in place."""
-        units = unit_index(
-            view["mask"],
-            view["groups"],
-            unit=self.args.aem_unit,
-            turn_ids=view.get("turn_ids"),
-            episode_ids=view.get("episode_ids"),
-        )
-        hbar, valid = unit_mean_entropy(entropies.cpu(), units)
-        device = self.accelerator.device
-        local = torch.stack([hbar, units.group.double(), valid.double()], dim=1).to(device)
-        padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=0)
-        gathered = self.accelerator.gather(padded).cpu()
-        all_hbar, all_groups, all_valid = gathered[:, 0], gathered[:, 1].long(), gathered[:, 2] > 0
-        alpha, gated = group_alpha(
-            all_hbar,
-            all_groups,
-            all_valid,
-            lam=self.args.aem_lambda if self.args.aem_active else 0.0,
-            eps=self.args.aem_eps,
-            min_range=self.args.aem_min_range,
-        )
-        for name, value in alpha_stats(alpha, all_hbar, all_valid, gated).items():
-            self._metrics[mode][f"aem/{name}"].append(value)
-        if not self.args.aem_active:
-            return
-        start = self.accelerator.process_index * padded.shape[0]
-        mine = alpha[start : start + units.count]
-        advantages = out["advantages"]
-        out["advantages"] = apply_alpha(advantages.cpu(), mine, units).to(advantages.device)
+        """Run the credit chain on every process's turns; write this process's advantages.
 
-    def _group_of(self, local_episode: torch.Tensor, n_episodes: int) -> torch.Tensor:
-        """Global GRPO group of local episodes (TRL groups consecutive gathered rows)."""
-        mode_train = self.model.training
-        size = self.num_generations if mode_train else self.num_generations_eval
-        first = self.accelerator.process_index * n_episodes
-        return (first + local_episode.clamp(min=0)) // size
+        The chain sees the units of all processes (a GRPO group may span them), gathered as
+        per-unit scalars (and anchor texts when it reads them), never per-token tensors.
+        Without AEM in the chain but with entropies at hand, AEM's α is still computed and
+        logged (not applied), so a GRPO run's entropy curve compares with an AEM run's.
+        """
+        if entropies is not None and "aem" not in [e.name for e in chain.estimators]:
+            chain = Chain((*chain.estimators, AEM.from_config(self.args, apply=False)))
+        if all(isinstance(e, GRPO) for e in chain.estimators):
+            return  # TRL's advantage as it is
+        units = rows.units()
+        local = local_turns(
+            rows,
+            units,
+            entropies=entropies.cpu() if entropies is not None else None,
+            logprobs=logprobs.cpu() if logprobs is not None else None,
+        )
+        batch, start = gather_turns(self.accelerator, local, with_anchor="anchor" in chain.needs)
+        credit = chain(batch)
+        for name, value in credit.metrics.items():
+            self.record_metric(mode, name, value)
+        mine = credit.advantage[start : start + len(local)]
+        out["advantages"] = token_advantages(out["advantages"], mine, units)
 
-    def _trajectory_view(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict:
-        """Rows are episodes; with ``turn_ids`` every turn of a row is its own unit.
+    def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
+        """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
 
         Without ``turn_ids`` but with a ``tool_mask`` (TRL's tool loop, or a rollout that
         returns only ``env_mask``), each contiguous run of the model's own tokens is one turn:
-        the tool or environment tokens between two replies are what separate turns.
+        the tool or environment tokens between two replies are what separate turns. Without
+        either, a row is one turn.
         """
         mask = out["completion_mask"]
         if "tool_mask" in out:
             mask = mask * out["tool_mask"]
         mask = mask.cpu()
-        view = {"mask": mask, "groups": self._group_of(torch.arange(len(mask)), len(mask))}
+        n = len(mask)
+        token_turn = None
         if inputs and "turn_ids" in inputs[0]:
-            view["turn_ids"] = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
+            token_turn = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
         elif "tool_mask" in out:
-            view["turn_ids"] = run_turn_ids(mask)
-        return view
+            token_turn = run_turn_ids(mask)
+        reported = bool(inputs) and "turn_rewards" in inputs[0]
+        return RowTurns(
+            mask=mask,
+            group=self.group_of(torch.arange(n), n),
+            episode=torch.arange(n),
+            first_episode=self.accelerator.process_index * n,
+            advantage=out["advantages"],
+            token_turn=token_turn,
+            rewards=[x["turn_rewards"] for x in inputs] if reported else None,
+            anchors=[x["turn_anchors"] for x in inputs] if reported else None,
+        )
+
+    def _drop_failed_rows(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> None:
+        """Take the rows of infrastructure-failed episodes out of the loss (episode rows).
+
+        TRL already left them out of the baseline and gave them advantage 0 (their reward is
+        ``None``: :func:`aem_agent.batches.episode_reward`); with a zero mask their tokens
+        also leave the loss's token count, and no credit estimator sees their turns.
+        """
+        mask = out["completion_mask"]
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=mask.device)
+        if bool(failed.any()):
+            out["completion_mask"] = mask = mask * (~failed).to(mask.dtype).unsqueeze(1)
+        loss_mask = mask * out["tool_mask"] if "tool_mask" in out else mask
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
 
     # ------------------------------------------------------------------ entropies
     def _trajectory_entropies(
@@ -295,8 +289,8 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         if inputs and "sampler_entropies" in inputs[0]:
             rows = [x["sampler_entropies"] for x in inputs]
             return _pad_rows(rows, out["completion_ids"]), SOURCE_SAMPLER
-        if self._aem_captured is not None:
-            captured, self._aem_captured = self._aem_captured, None
+        if self._old_policy_entropies is not None:
+            captured, self._old_policy_entropies = self._old_policy_entropies, None
             return captured, SOURCE_OLD_POLICY
         if not wanted:
             return None, 0.0
@@ -308,7 +302,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             else self.args.per_device_eval_batch_size
         )
         with torch.no_grad():
-            _, entropies, _ = super()._get_per_token_logps_and_entropies(
+            _, entropies = self.score_tokens(
                 self.model,
                 input_ids,
                 attention,
@@ -320,7 +314,13 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
 
     # ------------------------------------------------------------------ logging
     def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
-        """Success rate, score, turns and valid-action share of the batch's episodes."""
+        """Success rate, score, turns and valid-action share of the batch's episodes, and how
+        many failed for an infrastructure reason (``episode/infra_failed``; those are left
+        out of the other means: the policy did not cause them)."""
+        device = self.accelerator.device
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=device)
+        all_failed = self.accelerator.gather(failed)
+        self.record_metric(mode, "episode/infra_failed", float(all_failed.sum()))
         keys = (
             ("won", "success_rate"),
             ("score", "score"),
@@ -329,11 +329,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         )
         for key, name in keys:
             if inputs and key in inputs[0]:
-                values = torch.tensor(
-                    [float(x[key]) for x in inputs], device=self.accelerator.device
-                )
-                mean = self.accelerator.gather(values).mean().item()
-                self._metrics[mode][f"episode/{name}"].append(mean)
+                values = torch.tensor([float(x[key]) for x in inputs], device=device)
+                counted = self.accelerator.gather(values)[~all_failed]
+                mean = counted.mean().item() if len(counted) else float("nan")
+                self.record_metric(mode, f"episode/{name}", mean)
 
 
 def lora_config(config: AEMConfig) -> PeftConfig:
@@ -358,10 +357,6 @@ def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:
     before[:, 1:] = mask[:, :-1]
     starts = (mask & ~before).to(torch.long)
     return torch.where(mask, starts.cumsum(dim=1) - 1, -1)
-
-
-def _unchanged(inputs: dict[str, Any]) -> dict[str, Any]:
-    return inputs
 
 
 def _tokenizer(model: Any) -> Any:

@@ -38,6 +38,9 @@ ACT_INSTRUCTION = (
     "observation. Stop calling it once the episode is over."
 )
 
+#: What ``act`` adds when the env's infrastructure failed (the episode ends, unscored).
+INFRA_FAILED = "The environment failed; the episode is over and is not scored."
+
 #: What ``act`` answers once the episode has ended (the env is not stepped again).
 EPISODE_OVER = "The episode is over; no further action is taken."
 
@@ -60,6 +63,7 @@ class ToolEnv:
         self._env: gym.Env | None = None
         self._reward = 0.0
         self._done = False
+        self._infra_error: str | None = None
 
     @property
     def env(self) -> gym.Env | None:
@@ -84,7 +88,7 @@ class ToolEnv:
         observation, info = self._env.reset(
             seed=next(self._seeds) if seed is None else int(seed), options=options or None
         )
-        self._reward, self._done = 0.0, False
+        self._reward, self._done, self._infra_error = 0.0, False, None
         text = observation
         if info["instruction"] not in observation:
             text = f"Your task is to: {info['instruction']}\n\n{observation}"
@@ -108,15 +112,22 @@ class ToolEnv:
             return EPISODE_OVER
         observation, reward, terminated, truncated, info = self._env.step(action)
         self._reward += float(reward)
+        if info.get("infra_error"):
+            self._done, self._infra_error = True, str(info["infra_error"])
+            return f"{observation}\n\n{INFRA_FAILED}"
         if terminated or truncated:
             self._done = True
             outcome = "won" if info["won"] else "not won"
             return f"{observation}\n\nThe episode is over ({outcome}, score {info['score']:g})."
         return f"{observation}{_admissible(info)}"
 
-    def get_reward(self) -> float:
-        """The episode's summed reward under the env's reward scheme (what TRL optimises)."""
-        return self._reward
+    def get_reward(self) -> float | None:
+        """The episode's summed reward under the env's reward scheme (what TRL optimises).
+
+        ``None`` when the env reported an infrastructure failure (``info["infra_error"]``): TRL
+        then leaves the rollout out of its group's baseline and gives it advantage 0.
+        """
+        return None if self._infra_error else self._reward
 
 
 def environment_factory(

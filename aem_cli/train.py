@@ -4,6 +4,7 @@ Examples::
 
     aem train --config cpu-smoke.yaml --output-dir runs/smoke
     aem train aem/ALFWorld-v0 --model smollm2 --algo grpo --steps 20 --output-dir runs/grpo
+    aem train --config cpu-smoke.yaml --credit gigpo+aem --output-dir runs/gigpo-aem
     aem train --config cpu-smoke.yaml --output-dir runs/ray --ray   # envs in Ray actors
     accelerate launch -m aem_cli train --config qwen2.5-1.5b-alfworld.yaml
 
@@ -26,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from aem_agent.metrics import MetricsWriter, log_line_callback, tensorboard_callbacks, write_plot
+from aem_agent.metrics import (
+    MetricsWriter,
+    log_line_callback,
+    readable_terminal,
+    tensorboard_callbacks,
+    write_plot,
+)
 from aem_agent.prompts import write_prompt_layout
 from aem_agent.train import (
     FINAL_DIR,
@@ -62,6 +69,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "steps": "max_steps",
     "lr": "learning_rate",
     "lam": "aem_lambda",
+    "credit": "credit",
     "seed": "seed",
     "output_dir": "output_dir",
     "overwrite": "overwrite",
@@ -87,6 +95,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--steps", type=positive_int, help="optimizer steps to train")
     add_run_flags(parser)
     parser.add_argument("--lam", type=float, help="AEM strength λ (0 = GRPO)")
+    parser.add_argument(
+        "--credit",
+        metavar="CHAIN",
+        help="credit estimators joined by '+': aem (default), grpo, gigpo, gigpo+aem "
+        "(docs/credit.md)",
+    )
     add_ray_flag(parser)
     parser.set_defaults(func=run)
 
@@ -159,6 +173,7 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
             *tensorboard_callbacks(output_dir / TENSORBOARD_DIR, wanted=driver["tensorboard"]),
         ],
     )
+    readable_terminal(trainer)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     if trainer.is_world_process_zero():
         rollout.progress = print

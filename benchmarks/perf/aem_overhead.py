@@ -119,7 +119,7 @@ def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> An
         top_k=0,
         seed=0,
         use_peft=True,  # what aem train does on CPU
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         reply_prefix=REPLY_FORMAT.action_open,
     )
     return build_trainer(config, model_dir)
@@ -135,7 +135,7 @@ def _time_steps(
     inputs = [{"prompt": p} for p in prompts for _ in range(trainer.num_generations)]
     times: dict[str, list[float]] = {"grpo": [], "aem": []}
     phases: dict[str, list[float]] = {"grpo": [], "aem": []}
-    original = trainer._modulate
+    original = trainer._assign_credit
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         tic = time.process_time()
@@ -143,7 +143,7 @@ def _time_steps(
         phases["aem" if trainer.args.aem_enabled else "grpo"].append(time.process_time() - tic)
         return result
 
-    trainer._modulate = timed
+    trainer._assign_credit = timed
     trainer.model.train()
     # Set by Trainer's training loop, which this measurement bypasses to keep weights fixed.
     trainer.current_gradient_accumulation_steps = trainer.args.gradient_accumulation_steps
@@ -155,7 +155,7 @@ def _time_steps(
                 trainer.args.aem_enabled = algo == "aem"
                 torch.manual_seed(repeat)
                 tic = time.process_time()
-                batch = trainer._generate_and_score_completions([dict(x) for x in inputs])
+                batch = trainer.score_batch([dict(x) for x in inputs])
                 loss = trainer.compute_loss(trainer.model, batch)
                 loss.backward()
                 times[algo].append(time.process_time() - tic)
@@ -164,7 +164,7 @@ def _time_steps(
             if not torch.equal(sampled["grpo"], sampled["aem"]):
                 raise RuntimeError("GRPO and AEM sampled different batches; the timing is unfair")
     finally:
-        del trainer._modulate  # back to the class's method
+        del trainer._assign_credit  # back to the class's method
     return times, phases
 
 

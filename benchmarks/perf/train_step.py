@@ -48,7 +48,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "ours-bf16": {"prompt_style": "compact", "history_window": 1, "bf16": True},
     "baseline": {
         "use_peft": False,
-        "gradient_checkpointing": True,
+        "activation_checkpointing": True,
         "bf16": False,
         "prompt_style": "full",
         "history_window": 5,
@@ -96,7 +96,7 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
 
     import torch
 
-    from aem_agent import trainer as trainer_module
+    from aem_agent import trl_private
     from aem_agent.models import smollm2_checkpoint
     from aem_agent.train import build_config, build_trainer
 
@@ -108,7 +108,7 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
         def every_position(device: torch.device) -> Iterator[None]:
             yield
 
-        trainer_module.reply_positions_only = every_position
+        trl_private.reply_positions_only = every_position
     config, _ = build_config(settings)
     trainer = build_trainer(config, smollm2_checkpoint())
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built

@@ -8,18 +8,28 @@ the builder lives in :mod:`aem_agent.tiny`, shared with the learning experiments
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import gymnasium as gym
 import pytest
 
+from aem_agent.credit import Credit, TurnBatch
 from aem_agent.tiny import CHATML_TEMPLATE, build_tiny_model
 from aem_envs.core.base import TextEnv
 from aem_envs.core.outcome import Outcome, Task
 
-__all__ = ["CHATML_TEMPLATE", "DoorsEnv", "build_tiny_model", "doors_env_id", "tiny_model_dir"]
+__all__ = [
+    "CHATML_TEMPLATE",
+    "DoorsEnv",
+    "Doubling",
+    "build_tiny_model",
+    "doors_env_id",
+    "registered_double",
+    "tiny_model_dir",
+]
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -62,6 +72,27 @@ class DoorsEnv(TextEnv):
 
 
 DOORS_ENV_ID = "aemtest/Doors-v0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Doubling:
+    """A user-written credit estimator: twice the advantage it is given."""
+
+    name: str = "double"
+    needs: frozenset[str] = frozenset()
+
+    def __call__(self, batch: TurnBatch) -> Credit:
+        return Credit(2 * batch.advantage, {"double/calls": 1.0})
+
+
+@pytest.fixture
+def registered_double() -> Iterator[str]:
+    """:class:`Doubling`, selectable as ``credit="double"`` for the duration of a test."""
+    from aem_agent import credit
+
+    credit.register("double", lambda config: Doubling())
+    yield "double"
+    credit.unregister("double")
 
 
 @pytest.fixture(scope="session")

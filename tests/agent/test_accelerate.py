@@ -26,23 +26,24 @@ CONFIG = ROOT / "aem_agent" / "configs" / "accelerate" / "cpu-2proc.yaml"
 
 RECORDING_LAUNCH = """
 import json, sys
+import aem_agent.credit.aem as credit_aem
 import aem_agent.trainer as trainer
 from aem_cli.main import main
 
 records = {"local": [], "alpha": []}
-local_stats, alpha_of = trainer.unit_mean_entropy, trainer.group_alpha
+local_turns, alpha_of = trainer.local_turns, credit_aem.group_alpha
 
-def recording_stats(entropies, units):
-    hbar, valid = local_stats(entropies, units)
-    records["local"].append([hbar.tolist(), units.group.tolist(), valid.tolist()])
-    return hbar, valid
+def recording_turns(rows, units, **kwargs):
+    batch = local_turns(rows, units, **kwargs)
+    records["local"].append([batch.entropy.tolist(), batch.group.tolist()])
+    return batch
 
 def recording_alpha(hbar, groups, valid, **settings):
     alpha, gated = alpha_of(hbar, groups, valid, **settings)
     records["alpha"].append([alpha.tolist(), settings])
     return alpha, gated
 
-trainer.unit_mean_entropy, trainer.group_alpha = recording_stats, recording_alpha
+trainer.local_turns, credit_aem.group_alpha = recording_turns, recording_alpha
 code = main(sys.argv[1:])
 import torch.distributed as dist
 rank = dist.get_rank() if dist.is_initialized() else 0
@@ -103,15 +104,10 @@ def test_two_processes_gather_aem_statistics_like_one(tiny_model_dir, tmp_path) 
     assert modulated, "every α was 1: the check would pass without any gather"
     for step, (alpha, settings) in enumerate(ranks[0]["alpha"]):
         per_rank = [ranks[k]["local"][step] for k in (0, 1)]
-        # One process over both ranks' units, in rank order (padding rows carry valid=False).
+        # One process over both ranks' turns, in rank order: the batch the chain saw.
         hbar = torch.tensor([h for r in per_rank for h in r[0]], dtype=torch.float64)
         groups = torch.tensor([g for r in per_rank for g in r[1]])
-        valid = torch.tensor([v for r in per_rank for v in r[2]])
-        assert len(set(groups[valid].tolist())) >= 1 and valid.any()
-        single, _ = group_alpha(hbar, groups, valid, **settings)
-        padded = len(alpha) // 2
-        gathered = [
-            a for k, r in enumerate(per_rank) for a in alpha[k * padded : k * padded + len(r[0])]
-        ]
-        torch.testing.assert_close(torch.tensor(gathered, dtype=torch.float64), single)
+        assert all(len(r[0]) > 0 for r in per_rank)
+        single, _ = group_alpha(hbar, groups, torch.ones(len(hbar), dtype=torch.bool), **settings)
+        torch.testing.assert_close(torch.tensor(alpha, dtype=torch.float64), single)
     assert (out / "metrics.csv").exists() or any(out.rglob("metrics.csv"))

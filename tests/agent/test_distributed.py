@@ -3,7 +3,7 @@
 Episodes on the Doors env end after different numbers of turns, so the two ranks hold
 different numbers of turn rows; the trainer must pad them to one count and make the same
 number of forward calls and gathers on both, or the run hangs or crashes. Group statistics are
-gathered, so both ranks must log the same AEM numbers.
+gathered (with GiGPO's anchor states), so both ranks must log the same AEM and GiGPO numbers.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from aem_agent.trainer import AEMGRPOTrainer
 config = AEMConfig(
     output_dir=sys.argv[2], per_device_train_batch_size=4, num_generations=4, max_steps=2,
     learning_rate=1e-3, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
-    gradient_checkpointing=False, seed=3, env_ids=[DOORS_ENV_ID], max_turns=3,
+    activation_checkpointing=False, seed=3, env_ids=[DOORS_ENV_ID], max_turns=3,
     max_turn_tokens=8, num_tasks=8, env_workers=1, temperature=1.0, top_k=0,
-    rollout_layout="step", aem_min_range=0.0, step_token_budget=256,
+    rollout_layout="step", aem_min_range=0.0, step_token_budget=256, credit="gigpo+aem",
 )
 trainer = AEMGRPOTrainer(model=sys.argv[1], args=config)
 rows = []
@@ -46,6 +46,7 @@ rank = trainer.accelerator.process_index
 pathlib.Path(os.environ["AEM_RANK_DIR"], f"rank-{rank}.json").write_text(json.dumps({
     "rank": rank, "rows": rows, "step": trainer.state.global_step,
     "alpha": [[r["aem/alpha_min"], r["aem/alpha_max"], r["aem/units"]] for r in logs],
+    "gigpo": [[r["gigpo/step_groups"], r["gigpo/step_advantage_abs"]] for r in logs],
 }))
 """
 
@@ -88,6 +89,7 @@ def test_two_processes_train_the_step_layout_in_lockstep(tiny_model_dir, tmp_pat
     real = [(by_rank[0]["rows"][s][0], by_rank[1]["rows"][s][0]) for s in range(2)]
     assert all(a > 0 and b > 0 for a, b in real)
     assert by_rank[0]["alpha"] == by_rank[1]["alpha"]  # gathered group statistics
+    assert by_rank[0]["gigpo"] == by_rank[1]["gigpo"]  # anchor states gathered too
     assert all(
         units == a + b for (_, _, units), (a, b) in zip(by_rank[0]["alpha"], real, strict=True)
     )

@@ -11,7 +11,7 @@ import torch
 from transformers import AutoModelForCausalLM
 from trl.trainer import utils as trl_utils
 
-from aem_agent.head import reply_positions_only
+from aem_agent.trl_private import reply_positions_only
 
 PROMPT, REPLY = 9, 3
 APPLY = trl_utils._ChunkedLogProbFunction.apply

@@ -165,3 +165,24 @@ def test_ray_flag_without_ray_installed_is_one_line_naming_the_extra(
     code = main(["train", doors_env_id, "--output-dir", str(tmp_path / "o"), "--ray"])
     err = capsys.readouterr().err
     assert code == 2 and "pip install 'aem[scale]'" in err and err.count("\n") == 1
+
+
+def test_credit_flag_trains_gigpo_with_aem_on_a_bundled_env(
+    tiny_model_dir, tmp_path, capsys
+) -> None:
+    config = write_settings(tmp_path, "aem/ALFWorld-v0", tiny_model_dir)
+    out = tmp_path / "run"
+    args = ["train", "--config", str(config), "--output-dir", str(out), "--steps", "1"]
+    assert main([*args, "--credit", "gigpo+aem"]) == 0
+    [row] = read_metrics(out / "metrics.csv")
+    assert row["gigpo/step_groups"] != "" and row["aem/alpha_min"] != ""
+    printed = capsys.readouterr().out
+    assert "step 1/1: " in printed  # the readable line, and not the raw dict after it
+    assert "{'loss'" not in printed and "'grad_norm'" not in printed
+
+
+def test_credit_flag_names_an_unknown_estimator(tmp_path, capsys) -> None:
+    args = ["train", "aem/ALFWorld-v0", "--output-dir", str(tmp_path), "--credit", "gipgo"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "gipgo" in err and "gigpo+aem" in err

@@ -45,7 +45,7 @@ def make_config(tmp_path: Path, env_id: str, **overrides) -> AEMConfig:
         save_strategy="no",
         report_to=[],
         use_cpu=True,
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
         seed=3,
         env_ids=[env_id],
         max_turns=2,
@@ -122,7 +122,9 @@ def test_aem_rescales_trajectory_rows_with_group_mean_one(
         alpha = modulated / base
         assert alpha.mean().item() == pytest.approx(1.0, abs=1e-5)
         assert not torch.allclose(alpha, torch.ones_like(alpha))
-    else:
+    else:  # per token where a row's turns differ, else one value per row
+        if modulated.dim() == 1:
+            modulated = modulated.unsqueeze(1).expand(out["completion_ids"].shape)
         assert modulated.shape == out["completion_ids"].shape
         alpha = modulated / base.unsqueeze(1)
         assert not torch.allclose(alpha[mask.bool()], torch.ones(int(mask.sum())))

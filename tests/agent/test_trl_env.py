@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -25,8 +26,15 @@ from trl.chat_template_utils import qwen2_5_chat_template
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.tiny import build_tiny_model
 from aem_agent.trainer import AEMGRPOTrainer, run_turn_ids
-from aem_agent.trl_env import ACT_INSTRUCTION, EPISODE_OVER, environment_factory, tool_dataset
+from aem_agent.trl_env import (
+    ACT_INSTRUCTION,
+    EPISODE_OVER,
+    INFRA_FAILED,
+    environment_factory,
+    tool_dataset,
+)
 from aem_envs.core.errors import AEMError
+from tests.agent.conftest import DoorsEnv
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
@@ -289,3 +297,24 @@ def test_each_tool_call_turn_gets_its_own_alpha(tool_model_dir: Path, tmp_path: 
             per_turn.append(float(values[0]))
     assert len(per_turn) > len(turns)  # more turns than rollouts ...
     assert len(set(per_turn)) > len(set(advantages[:, 0].tolist()))  # ... with their own α
+
+
+class LostEngineDoors(DoorsEnv):
+    """Doors whose engine is lost at the first step: ``info["infra_error"]`` is reported."""
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {**info, "infra_error": "engine lost"}
+
+
+def test_an_infrastructure_failure_ends_the_episode_unscored() -> None:
+    env_id = "aemtest/LostEngineDoors-v0"
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=LostEngineDoors)
+    env = environment_factory(env_id)()
+    env.reset(seed=0)
+    assert INFRA_FAILED in env.act("open red")
+    assert env.get_reward() is None  # TRL leaves an unscored rollout out of the baseline
+    assert env.act("open blue") == EPISODE_OVER
+    env.reset(seed=0)
+    assert env.get_reward() == 0.0  # a new episode is scored again

@@ -40,6 +40,7 @@ from .base import (
     SandboxFileError,
 )
 from .cache import scratch_dir
+from .errors import InfraError
 from .namespaces import namespace_flags
 from .output import BoundedBuffer, OutputCollector
 from .owner import current_owner, process_start
@@ -126,7 +127,9 @@ class BwrapSandbox(Sandbox):
                 subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", *names], check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise SandboxError(f"cannot copy {self.rootfs} for the sandbox: {exc}") from exc
+            raise InfraError(
+                "sandbox", f"cannot copy {self.rootfs} for the sandbox: {exc}"
+            ) from exc
         return scratch
 
     def host_path(self, name: str) -> Path:
@@ -213,14 +216,18 @@ class BwrapSandbox(Sandbox):
         One sink merges stderr into stdout. Returns ``(exit_code, timed_out)``.
         """
         merge = len(sinks) == 1
-        with subprocess.Popen(  # leaving the block closes the pipes
-            self._argv(workdir, command),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
-            preexec_fn=self._set_rlimits,
-            start_new_session=True,
-        ) as proc:
+        try:
+            proc = subprocess.Popen(
+                self._argv(workdir, command),
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+                preexec_fn=self._set_rlimits,
+                start_new_session=True,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise InfraError("sandbox", f"cannot start bubblewrap: {exc}") from exc
+        with proc:  # leaving the block closes the pipes
             streams = [proc.stdout] if merge else [proc.stdout, proc.stderr]
             readers = [
                 threading.Thread(target=_pump, args=(stream, sink), daemon=True)

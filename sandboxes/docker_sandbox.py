@@ -28,7 +28,8 @@ import weakref
 from typing import Any
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
-from .docker_engine import docker_client, docker_module
+from .docker_engine import docker_client, docker_module, engine_call
+from .errors import InfraError
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
 
@@ -94,28 +95,37 @@ class DockerSandbox(Sandbox):
         self._lock = threading.Lock()
         api = self._client.api
         try:
-            created = api.create_container(image, **self._create_options())
+            created = engine_call(
+                lambda: api.create_container(image, **self._create_options()),
+                f"creating a container from {image!r}",
+            )
         except self._docker.errors.ImageNotFound:
             if owned:
                 self._client.close()
-            raise SandboxError(
+            raise InfraError(
+                "image",
                 f"the Docker image {image!r} is not present locally; build it "
                 "(`aem sandbox build` for aem's images) or load it with `docker load -i FILE` "
-                "— nothing is pulled from a registry"
+                "— nothing is pulled from a registry",
             ) from None
-        except self._docker.errors.APIError as exc:
+        except (self._docker.errors.APIError, InfraError) as exc:
             if owned:
                 self._client.close()
-            raise SandboxError(f"could not create a container from {image!r}: {exc}") from exc
+            raise InfraError(
+                getattr(exc, "kind", "engine"),
+                f"could not create a container from {image!r}: {exc}",
+            ) from exc
         self.container_id: str = created["Id"]
         self._finalizer = weakref.finalize(
             self, _remove_quietly, self._client, self.container_id, owned
         )
         try:
-            api.start(self.container_id)
-        except self._docker.errors.APIError as exc:
+            engine_call(lambda: api.start(self.container_id), "starting a container")
+        except (self._docker.errors.APIError, InfraError) as exc:
             self._finalizer()
-            raise SandboxError(f"could not start a container from {image!r}: {exc}") from exc
+            raise InfraError(
+                getattr(exc, "kind", "engine"), f"could not start a container from {image!r}: {exc}"
+            ) from exc
 
     def _create_options(self) -> dict[str, Any]:
         """Arguments of the low-level ``create_container`` (two API calls open a sandbox)."""
@@ -193,14 +203,23 @@ class DockerSandbox(Sandbox):
         options = {"stdin": stdin is not None, "tty": False}
         with self._lock:
             api = self._client.api
+
+            def create() -> str:
+                return engine_call(
+                    lambda: api.exec_create(self.container_id, argv, **options)["Id"],
+                    "starting a command",
+                )
+
             try:
-                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
+                exec_id = create()
+            except self._docker.errors.NotFound as exc:
+                raise self._vanished(exc) from exc
             except self._docker.errors.APIError as exc:
                 if exc.status_code != 409:  # 409: the container is not running
                     raise SandboxError(f"docker exec failed: {exc}") from exc
                 self._recycle()
                 notes.append("[sandbox restarted: its container had stopped]")
-                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
+                exec_id = create()
             reader = _ExecStream(api, exec_id, sinks, merge=merge, stdin=stdin)
             reader.start()
             reader.join(timeout + _CLIENT_GRACE)
@@ -211,8 +230,12 @@ class DockerSandbox(Sandbox):
                 notes.append("[sandbox restarted: the command did not stop at its time limit]")
                 return 137, notes
             if reader.error is not None:
-                raise SandboxError(f"reading the output of docker exec failed: {reader.error}")
-            code = api.exec_inspect(exec_id).get("ExitCode")
+                raise InfraError(
+                    "engine", f"reading the output of docker exec failed: {reader.error}"
+                )
+            code = engine_call(
+                lambda: api.exec_inspect(exec_id).get("ExitCode"), "reading an exit code"
+            )
         return (137 if code is None else int(code)), notes
 
     def _recycle(self) -> None:
@@ -220,7 +243,16 @@ class DockerSandbox(Sandbox):
         api = self._client.api
         with contextlib.suppress(self._docker.errors.APIError):  # already stopped
             api.kill(self.container_id)
-        api.start(self.container_id)
+        try:
+            engine_call(lambda: api.start(self.container_id), "restarting a container")
+        except self._docker.errors.APIError as exc:
+            raise self._vanished(exc) from exc
+
+    def _vanished(self, exc: BaseException) -> InfraError:
+        """The error for a container the engine no longer has (removed, or killed by the host)."""
+        return InfraError(
+            "container", f"the sandbox's container {self.container_id[:12]} is gone: {exc}"
+        )
 
     # -- files ----------------------------------------------------------------------------
 

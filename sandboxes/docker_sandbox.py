@@ -32,6 +32,7 @@ from .docker_engine import docker_client, docker_module, engine_call
 from .errors import InfraError
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
+from .slots import engine_slot
 
 # Docker's default capabilities minus those an SWE agent never needs and an escape might:
 # raw sockets, device nodes, chroot, audit, file capabilities, privileged ports.
@@ -95,10 +96,11 @@ class DockerSandbox(Sandbox):
         self._lock = threading.Lock()
         api = self._client.api
         try:
-            created = engine_call(
-                lambda: api.create_container(image, **self._create_options()),
-                f"creating a container from {image!r}",
-            )
+            with engine_slot():
+                created = engine_call(
+                    lambda: api.create_container(image, **self._create_options()),
+                    f"creating a container from {image!r}",
+                )
         except self._docker.errors.ImageNotFound:
             if owned:
                 self._client.close()
@@ -120,7 +122,8 @@ class DockerSandbox(Sandbox):
             self, _remove_quietly, self._client, self.container_id, owned
         )
         try:
-            engine_call(lambda: api.start(self.container_id), "starting a container")
+            with engine_slot():
+                engine_call(lambda: api.start(self.container_id), "starting a container")
         except (self._docker.errors.APIError, InfraError) as exc:
             self._finalizer()
             raise InfraError(
@@ -201,7 +204,7 @@ class DockerSandbox(Sandbox):
         """
         notes: list[str] = []
         options = {"stdin": stdin is not None, "tty": False}
-        with self._lock:
+        with self._lock, engine_slot():
             api = self._client.api
 
             def create() -> str:

@@ -29,7 +29,6 @@ from types import ModuleType
 from typing import Any
 
 from aem_envs.core.errors import require
-from sandboxes.errors import InfraError
 from aem_envs.swe.integrity import (
     PROTECTED_PATHS,
     RESTORE_SCRIPT,
@@ -47,6 +46,7 @@ from aem_envs.swe.tamper import (
     with_sentinels,
 )
 from aem_envs.swe.tasks import SWEInstance
+from sandboxes.errors import InfraError
 
 #: Where the grading files go inside the evaluation container: a fresh directory made there
 #: (``mktemp``), not under /tmp, which the Docker backend mounts as a tmpfs that

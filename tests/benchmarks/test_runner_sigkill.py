@@ -67,9 +67,7 @@ def test_sigkilled_bench_leaves_nothing_and_resumes_every_episode_once(
     suite.write_text(SUITE)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     with (tmp_path / "killed.log").open("w") as log:
-        run = subprocess.Popen(
-            _command(suite, out), env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+        run = subprocess.Popen(_command(suite, out), env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 180
         while "chromium" not in {_name(pid) for pid in descendants(run.pid)}:

@@ -110,7 +110,9 @@ def test_the_guard_plugin_sees_forgeries_and_nothing_in_a_clean_run(
     (guard / f"{GUARD_MODULE}.py").write_text(GUARD_SOURCE.read_text())
     (repo / "pkg" / "__init__.py").write_text(FORGERIES[forgery][0] if forgery else "")
     (repo / "conftest.py").write_text("def pytest_report_header():\n    return 'legit'\n")
-    (repo / "test_a.py").write_text("import pkg\n\ndef test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n")
+    (repo / "test_a.py").write_text(
+        "import pkg\n\ndef test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n"
+    )
     (tmp_path / "nonce").write_text("n0nce\n")
     env = {
         **os.environ,

@@ -29,9 +29,7 @@ for _ in range(5):
 def test_processes_never_hold_more_slots_than_the_bound(tmp_path: Path) -> None:
     env = {**os.environ, SLOTS_ENV: "2", "AEM_SANDBOX_CACHE": str(tmp_path / "cache")}
     logs = [tmp_path / f"{i}.log" for i in range(6)]
-    procs = [
-        subprocess.Popen([sys.executable, "-c", CONTENDER, str(log)], env=env) for log in logs
-    ]
+    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(log)], env=env) for log in logs]
     assert [proc.wait(120) for proc in procs] == [0] * len(procs)
     events = sorted(
         (int(stamp), int(step))

@@ -27,7 +27,7 @@ def test_eight_async_envs_play_the_bundled_tasks_to_the_end(docker_engine: None)
         for _ in range(10):
             _, _, terminated, truncated, info = envs.step(envs.call("expert_action"))
             if "infra_error" in info:
-                errors += [e for e, seen in zip(info["infra_error"], info["_infra_error"]) if seen]
+                errors += list(info["infra_error"][info["_infra_error"]])
             done = (terminated | truncated) & ~ended
             won[done] = info["won"][done]
             ended |= done

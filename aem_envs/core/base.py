@@ -21,14 +21,7 @@ import numpy as np
 from gymnasium.error import ResetNeeded
 
 from aem_envs.core.errors import ArgumentError, EnvClosedError
-from aem_envs.core.outcome import (
-    END_DONE,
-    END_INFRA_ERROR,
-    END_STEP_LIMIT,
-    END_STEP_LIMIT_GRADED,
-    Outcome,
-    Task,
-)
+from aem_envs.core.outcome import END_DONE, END_STEP_LIMIT, END_STEP_LIMIT_GRADED, Outcome, Task
 from aem_envs.core.rewards import RewardScheme
 from aem_envs.core.spaces import TextSpace
 
@@ -338,8 +331,7 @@ class TextEnv(gym.Env[str, str]):
                 # the limit is what ended it, so both flags hold.
                 terminated, reason = True, END_STEP_LIMIT_GRADED
         if outcome.infra_error is not None:  # cut short by the machinery: no outcome at all
-            terminated, truncated, reason = False, True, END_INFRA_ERROR
-            outcome.info = {**outcome.info, "infra_error": outcome.infra_error}
+            terminated, truncated, reason = False, True, None  # the Outcome names the end
         if reason is not None:
             outcome.info = {**outcome.info, "end_reason": reason}
         reward = self.reward_scheme.reward(

@@ -44,8 +44,9 @@ class Task:
 class Outcome:
     """What one action did, as the subclass reports it; the base class turns it into a step.
 
-    ``infra_error`` (a short ``kind`` and the ``message``) ends the episode as cut short by
-    the infrastructure, not by the agent: truncated, with no reward as success or failure.
+    ``infra_error`` (a short ``kind`` and the ``message``, put in ``info`` with its end
+    reason) ends the episode as cut short by the infrastructure, not by the agent: truncated,
+    with no reward as success or failure.
     """
 
     observation: str
@@ -55,3 +56,11 @@ class Outcome:
     score: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
     infra_error: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.infra_error is not None:
+            self.info = {
+                **self.info,
+                "infra_error": self.infra_error,
+                "end_reason": END_INFRA_ERROR,
+            }

@@ -19,12 +19,15 @@ import contextlib
 import fcntl
 import os
 import random
+import time
 from collections.abc import Iterator
 
 from .cache import cache_dir
 from .errors import SandboxError
 
 SLOTS_ENV = "AEM_SANDBOX_SLOTS"
+#: The longest pause between two looks for a free slot, in seconds.
+MAX_WAIT_S = 0.2
 
 
 def slot_count() -> int:
@@ -39,35 +42,26 @@ def slot_count() -> int:
 
 @contextlib.contextmanager
 def engine_slot() -> Iterator[None]:
-    """Hold one slot for the duration of the block: a free one if there is, else wait for one.
+    """Hold one slot for the duration of the block, waiting until one is free.
 
-    Free slots are tried in random order without waiting; when all are taken, the caller
-    waits on one drawn at random (so waiters spread over the slots instead of queueing on
-    the first).
+    The slots are tried in random order without blocking; when all are held, the caller
+    sleeps (5 ms, doubling up to :data:`MAX_WAIT_S`, jittered) and tries again. Why not block
+    on one slot: a waiter queued behind a minute-long grading would sit there while the other
+    slots serve hundreds of short commands.
     """
     count = slot_count()
     folder = cache_dir() / "slots"
     folder.mkdir(parents=True, exist_ok=True)
-    order = random.sample(range(count), count)
-    handles = []
-    try:
-        for index in order:
-            handle = (folder / str(index)).open("a")
-            handles.append(handle)
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                continue
-            held = handle
-            break
-        else:
-            held = handles[0]
-            fcntl.flock(held, fcntl.LOCK_EX)
-        for handle in handles:
-            if handle is not held:
-                handle.close()
-        handles = [held]
-        yield
-    finally:
-        for handle in handles:
-            handle.close()  # closing the file releases its lock
+    with contextlib.ExitStack() as files:  # closing a file releases its lock
+        handles = [files.enter_context((folder / str(i)).open("a")) for i in range(count)]
+        delay = 0.005
+        while True:
+            for handle in random.sample(handles, count):
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                yield
+                return
+            time.sleep(delay * random.uniform(0.5, 1.5))
+            delay = min(2 * delay, MAX_WAIT_S)

@@ -40,6 +40,7 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
     workers = [process.pid for process in envs.processes]
     latencies: list[float] = []
     finished = won = infra_errors = 0
+    grading = 0.0
     try:
         start = time.perf_counter()
         envs.reset(seed=list(range(num_envs)))
@@ -50,6 +51,8 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
             done = terminated | truncated
             finished += int(done.sum())
             won += int((info["won"] & done).sum())
+            if "eval_seconds" in info:
+                grading = max(grading, float(info["eval_seconds"][done].max(initial=0.0)))
             infra_errors += int(np.sum(info.get("_infra_error", np.zeros(num_envs, bool))))
         seconds = time.perf_counter() - start
     finally:
@@ -71,6 +74,7 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
         "finished": finished,
         "won": won,
         "infra_errors": infra_errors,
+        "grading": grading,
         "left": left,
     }
 
@@ -91,7 +95,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     rows = []
     for n, run in runs.items():
         note = (
-            f"vector step p50 {run['p50']:.2f} s, p95 {run['p95']:.2f} s; "
+            f"vector step p50 {run['p50']:.2f} s, p95 {run['p95']:.2f} s, longest grading "
+            f"{run['grading']:.1f} s; "
             f"{run['won']}/{run['finished']} resolved, {run['infra_errors']} infra errors, "
             f"{run['left']} containers left; {slot_count()} sandbox slots; baseline: N = 1"
         )

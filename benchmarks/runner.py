@@ -34,7 +34,7 @@ from aem_envs.core.errors import AEMError, require
 from aem_envs.vector import cluster
 from benchmarks.episodes import EPISODES_DIR, EnvPool, EpisodeJob, drive, read_record
 from benchmarks.suite import Suite
-from sandboxes.lifetime import end_with_owner, mark_children, reap_orphans
+from sandboxes.lifetime import mark_children, reap_orphans
 
 if TYPE_CHECKING:
     from aem_envs.core.base import TextEnv
@@ -142,7 +142,7 @@ def run_bench(
     run_dir = Path(out)
     jobs = plan(suite, policies, limit)
     reap_orphans()  # a killed run's survivors must not write into the folder resumed here
-    mark_children()
+    mark_children()  # its workers, browsers and drivers end when this process does
     _remove_stale_temporaries(run_dir)
     done = {job.key for job in jobs if resume and read_record(job.path(run_dir)) is not None}
     errors: list[dict[str, Any]] = []
@@ -219,7 +219,6 @@ _WORKER: dict[str, Any] = {}
 
 
 def _start_worker(factory: Callable[[], Policy]) -> None:
-    end_with_owner()  # the worker, its browsers and drivers end when the run dies
     _WORKER["policy"] = factory()
     _WORKER["envs"] = EnvPool()
     multiprocessing.util.Finalize(None, _stop_worker, exitpriority=10)

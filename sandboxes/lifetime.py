@@ -1,22 +1,24 @@
-"""Nothing outlives its owner: worker processes, browsers and drivers end when their owner dies.
+"""Nothing outlives its owner: workers, browsers and drivers end when the process that started
+them dies, however it dies.
 
 Containers are labelled with their owner and reaped (:mod:`sandboxes.reaper`); this module does
-the same for host processes, two ways:
+the same for host processes. :func:`mark_children` puts the calling process's identity (pid and
+start time, so a reused pid does not fool it) in the environment variable :data:`OWNER_ENV`,
+which every process it starts from then on inherits, and their children after them; and it
+starts a *keeper* for the caller: a small process in a session of its own that polls the
+owner and, once it is gone — ``SIGKILL`` included, which no handler of the owner sees — kills
+the processes marked with the owner, then every marked process whose owner is gone
+(:func:`reap_orphans`: a killed worker's browser, its driver, Chromium's crash handlers,
+which have left the process tree), and exits. Why marks rather than the process tree: an
+orphan is re-parented to init and leaves the tree, and a daemonizing child leaves it at once.
+Why a keeper rather than ``PR_SET_PDEATHSIG``: the parent-death signal ends one child, not
+what that child started, and it fires when the *thread* that forked exits, which thread
+pools do routinely.
 
-- :func:`end_with_owner`, called in a worker process (a benchmark worker, a vector-env
-  worker): a watchdog thread polls the owner (pid and start time, so a reused pid does not
-  fool it); when the owner is gone, however it died — ``SIGKILL`` included, which no handler
-  sees — it kills every process the worker started (browsers, drivers, their children) and
-  ends the worker. Why a thread rather than ``PR_SET_PDEATHSIG`` alone: the parent-death signal
-  would end the worker but not what the worker started, and it fires when the *thread* that
-  forked exits, which thread pools do routinely.
-- :func:`mark_children` and :func:`reap_orphans`: processes started after ``mark_children``
-  carry their owner's identity in the environment variable :data:`OWNER_ENV`, which their own
-  children inherit; ``reap_orphans`` kills every marked process whose owner is gone. A run
-  calls it before it starts, so a resumed run never races a survivor of a killed one, even
-  one whose owner was killed before its watchdog could act.
+A run calls :func:`reap_orphans` before it starts too, so a resumed run never races a
+survivor of a killed one even if that one's keeper was killed with it.
 
-Linux only (``/proc``); elsewhere both are no-ops.
+Linux only (``/proc``); elsewhere nothing is marked or reaped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import threading
+import sys
 import time
 from pathlib import Path
 
@@ -57,10 +59,48 @@ def running(owner: str) -> bool:
 
 
 def mark_children() -> None:
-    """Make this process the owner of every process it starts from now on."""
+    """Make this process the owner of every process it starts from now on, and start its
+    keeper (once per process), which ends them when this process dies."""
+    global _kept
     me = identity(os.getpid())
-    if me is not None:
-        os.environ[OWNER_ENV] = me
+    if me is None:
+        return
+    os.environ[OWNER_ENV] = me
+    if _kept != me:  # a forked child inherits the module's state, not its keeper
+        _kept = me
+        _start_keeper(me)
+
+
+_kept: str | None = None
+
+
+def _start_keeper(owner: str) -> None:
+    """Start the keeper of ``owner``: unmarked, in its own session, its output discarded.
+
+    ``posix_spawn`` rather than ``subprocess``: nothing in the owner holds the keeper (it
+    outlives the owner by design, then exits), so no ``Popen`` is left to warn at exit.
+    """
+    root = str(Path(__file__).resolve().parents[1])
+    code = f"import sys; sys.path.insert(0, {root!r}); from sandboxes.lifetime import keep; keep()"
+    environment = {k: v for k, v in os.environ.items() if k != OWNER_ENV}
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-c", code, owner],
+        environment,
+        file_actions=null,
+        setsid=True,
+    )
+
+
+def keep() -> None:
+    """The keeper's body (``sys.argv[1]`` is the owner): wait for the owner to die, then end
+    what it marked and every other orphan."""
+    owner = sys.argv[1]
+    while running(owner):
+        time.sleep(POLL_S)
+    _kill([pid for pid, mark in marked_processes().items() if mark == owner])
+    reap_orphans()
 
 
 def _children() -> dict[int, list[int]]:
@@ -92,36 +132,6 @@ def _kill(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-
-
-def kill_descendants() -> None:
-    """SIGKILL every process this one started, and theirs, until none is left."""
-    for _ in range(10):  # a dying parent may still fork once: look again
-        found = descendants(os.getpid())
-        if not found:
-            return
-        _kill(found)
-        time.sleep(0.05)
-
-
-def end_with_owner(owner_pid: int | None = None) -> None:
-    """End this process, and everything it started, when ``owner_pid`` (default: the
-    parent) dies. Also marks this process as the owner of what it starts."""
-    owner = identity(os.getppid() if owner_pid is None else owner_pid)
-    mark_children()
-    me = os.environ.get(OWNER_ENV)
-    if owner is None:
-        return
-
-    def watch() -> None:
-        while running(owner):
-            time.sleep(POLL_S)
-        kill_descendants()
-        # What left the tree (a daemonizing crash handler) still carries the mark.
-        _kill([pid for pid, mark in marked_processes().items() if mark == me])
-        os._exit(1)
-
-    threading.Thread(target=watch, name="aem-owner-watchdog", daemon=True).start()
 
 
 def marked_processes() -> dict[int, str]:

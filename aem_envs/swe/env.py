@@ -209,8 +209,6 @@ class SWEEnv(TextEnv):
         return observation, info
 
     def _start(self, task_id: str, split: str) -> tuple[Task, str]:
-        from sandboxes import open_sandbox
-
         self._release()
         instance = self.instances()[task_id]
         self._instance = instance
@@ -220,13 +218,7 @@ class SWEEnv(TextEnv):
         self._expert_done = 0
         task = Task(instance.instance_id, instance.repo_name, instance.problem_statement)
         try:
-            try:
-                image = self.image_for(instance)
-            except (SandboxError, AEMError) as exc:
-                raise InfraError("image", exception_line(exc)) from exc
-            self._sandbox = open_sandbox(
-                image, backend=self.backend, limits=self.limits, workdir=WORKDIR
-            )
+            self._sandbox = self._open_sandbox(instance)
         except SandboxError as exc:
             self._infra_error = _infra_info(exc)
             return task, f"The sandbox could not start: {self._infra_error['message']}"
@@ -235,6 +227,16 @@ class SWEEnv(TextEnv):
             repo=instance.repo, workdir=WORKDIR, problem=instance.problem_statement.strip()
         )
         return task, text
+
+    def _open_sandbox(self, instance: SWEInstance) -> Any:
+        """The episode's sandbox; an image that cannot be found or built is an infra error."""
+        from sandboxes import open_sandbox
+
+        try:
+            image = self.image_for(instance)
+        except (SandboxError, AEMError) as exc:
+            raise InfraError("image", exception_line(exc)) from exc
+        return open_sandbox(image, backend=self.backend, limits=self.limits, workdir=WORKDIR)
 
     def _act(self, action: str) -> Outcome:
         """One action; an infrastructure failure (now, or at reset) ends the episode as such."""

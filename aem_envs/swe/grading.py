@@ -43,6 +43,7 @@ from aem_envs.swe.tamper import (
     Sentinels,
     findings,
     guard_environment,
+    guardable,
     with_sentinels,
 )
 from aem_envs.swe.tasks import SWEInstance
@@ -107,15 +108,13 @@ def grade_log(
     patch: str | None,
     log: str,
     sentinels: Sentinels | None = None,
-    *,
-    guarded: bool = False,
 ) -> Grade:
     """Grade an evaluation log with swebench's ``get_eval_report``.
 
     swebench reads only :func:`~aem_envs.swe.integrity.harness_log`'s part of ``log``: the
     marked test region (cut after pytest's summary for pytest parsers) and the harness's own
-    marker lines; ``Grade.log`` keeps the whole log for reading. ``guarded``: the run had
-    the guard and ``sentinels``; any tamper evidence (:func:`~aem_envs.swe.tamper.findings`)
+    marker lines; ``Grade.log`` keeps the whole log for reading. With ``sentinels`` the run
+    had them and the guard plugin: any tamper evidence (:func:`~aem_envs.swe.tamper.findings`)
     makes the grade not resolved.
     """
     _, grading, constants, _ = swebench_modules()
@@ -136,7 +135,7 @@ def grade_log(
             include_tests_status=True,
         )[instance.instance_id]
         tampered: list[str] = []
-        if guarded:
+        if sentinels is not None:
             status, ran = grading.get_logs_eval(test_spec, str(log_path))
             tampered = findings(log, status, sentinels, tests_ran=ran)
     if tampered:
@@ -224,7 +223,7 @@ def evaluation_script(
     ]
     if sentinels is not None:
         appended = _upload(shlex.quote(sentinels.path), sentinels.source, append=True)
-        eval_script = with_sentinels(eval_script, appended) or eval_script
+        eval_script = with_sentinels(eval_script, appended)
         lines += [
             'printf \'%s\\n\' "$nonce" > "$work/nonce"; unset nonce; mkdir "$work/guard"',
             *_upload(f'"$work/guard/{GUARD_MODULE}.py"', GUARD_SOURCE.read_text()),
@@ -284,9 +283,8 @@ def evaluate(
     _, _, constants, _ = swebench_modules()
     start = time.perf_counter()
     test_spec = make_test_spec(instance, image)
-    sentinels = (
-        Sentinels.draw(instance.test_ids) if tamper_guard and uses_pytest(test_spec) else None
-    )
+    guard = tamper_guard and uses_pytest(test_spec) and guardable(test_spec.eval_script)
+    sentinels = Sentinels.draw(instance.test_ids) if guard else None
     refused = refused_paths(patch)
     if refused:
         log = (
@@ -299,5 +297,5 @@ def evaluate(
         )
         with open_sandbox(image, backend=backend, limits=grading) as sandbox:
             log = run_evaluation(sandbox, instance, test_spec, patch, timeout, sentinels)
-    grade = grade_log(instance, test_spec, patch, log, sentinels, guarded=sentinels is not None)
+    grade = grade_log(instance, test_spec, patch, log, sentinels)
     return dataclasses.replace(grade, seconds=time.perf_counter() - start)

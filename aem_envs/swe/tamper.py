@@ -73,12 +73,17 @@ class Sentinels:
         return cls(path, f"{path}::{names[0]}", f"{path}::{names[1]}", source)
 
 
-def with_sentinels(eval_script: str, sentinel_lines: list[str]) -> str | None:
-    """``eval_script`` with ``sentinel_lines`` run just before the tests start; None if it has
-    no start marker to put them before."""
+def guardable(eval_script: str) -> bool:
+    """Whether ``eval_script`` marks where its tests start (the sentinels go just before)."""
+    return _START_MARKER_RE.search(eval_script) is not None
+
+
+def with_sentinels(eval_script: str, sentinel_lines: list[str]) -> str:
+    """``eval_script`` with ``sentinel_lines`` run just before the tests start
+    (:func:`guardable` says it can be done)."""
     match = _START_MARKER_RE.search(eval_script)
     if match is None:
-        return None
+        raise ValueError("the eval script has no start marker to put the sentinels before")
     head, tail = eval_script[: match.start()], eval_script[match.start() :]
     return head + "\n".join(sentinel_lines) + "\n" + tail
 

@@ -1,4 +1,4 @@
-"""Processes end with their owner: the watchdog, and the reaper of marked orphans."""
+"""Processes end with their owner: marks, the keeper, and the reaper of marked orphans."""
 
 from __future__ import annotations
 
@@ -23,32 +23,37 @@ def _wait_gone(owners: list[str | None], seconds: float = 10.0) -> list[str]:
     return alive
 
 
-#: An owner that starts a worker which calls end_with_owner and starts a grandchild (as a
-#: worker starts chromedriver), prints the three pids, then waits to be killed.
+#: An owner that marks its children, starts a worker which starts a grandchild (as a worker
+#: starts chromedriver) and a process that leaves the tree (setsid and a background job, as
+#: Chromium's crash handler does), prints the pids, then waits to be killed.
 OWNER = textwrap.dedent(
     """
     import subprocess, sys, time
-    worker = subprocess.Popen([sys.executable, "-c", '''
-    import subprocess, sys, time
-    from sandboxes.lifetime import end_with_owner
-    end_with_owner()
-    child = subprocess.Popen(["sleep", "600"])
-    print(child.pid, flush=True)
-    time.sleep(600)
-    '''], stdout=subprocess.PIPE, text=True)
+    from sandboxes.lifetime import mark_children
+    mark_children()
+    worker = subprocess.Popen(
+        [sys.executable, "-c", "import subprocess, time\\n"
+         "print(subprocess.Popen(['sleep', '600']).pid, flush=True)\\ntime.sleep(600)"],
+        stdout=subprocess.PIPE, text=True,
+    )
     grandchild = worker.stdout.readline().strip()
-    print(worker.pid, grandchild, flush=True)
+    escapee = subprocess.run(
+        ["setsid", "sh", "-c", "sleep 600 > /dev/null 2>&1 & echo $!"],
+        capture_output=True, text=True,
+    ).stdout.strip()
+    print(worker.pid, grandchild, escapee, flush=True)
     time.sleep(600)
     """
 )
 
 
-def test_a_worker_and_what_it_started_end_when_its_owner_is_sigkilled() -> None:
+def test_what_an_owner_started_ends_when_the_owner_is_sigkilled() -> None:
     owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
     assert owner.stdout is not None
-    worker, grandchild = map(int, owner.stdout.readline().split())
-    assert descendants(owner.pid) == [worker, grandchild]
-    tree = [identity(worker), identity(grandchild)]
+    worker, grandchild, escapee = map(int, owner.stdout.readline().split())
+    below = descendants(owner.pid)
+    assert worker in below and grandchild in below and escapee not in below
+    tree = [identity(worker), identity(grandchild), identity(escapee)]
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert _wait_gone(tree) == []

@@ -20,6 +20,7 @@ from aem_envs.swe.tamper import (
     VERDICT_PREFIX,
     Sentinels,
     findings,
+    guardable,
     with_sentinels,
 )
 
@@ -47,7 +48,7 @@ def test_sentinel_lines_go_just_before_the_tests_start() -> None:
     assert with_sentinels(script, ["echo s"]) == (
         "git apply x\necho s\n: '>>>>> Start Test Output'\npytest\n"
     )
-    assert with_sentinels("pytest\n", ["echo s"]) is None
+    assert guardable(script) and not guardable("pytest\n")
 
 
 def _log(verdicts: list[dict], nonce: str = "abc") -> str:

@@ -41,6 +41,7 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
     latencies: list[float] = []
     finished = won = infra_errors = 0
     grading = 0.0
+    unresolved: list[str] = []
     try:
         start = time.perf_counter()
         envs.reset(seed=list(range(num_envs)))
@@ -51,6 +52,7 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
             done = terminated | truncated
             finished += int(done.sum())
             won += int((info["won"] & done).sum())
+            unresolved += [str(task) for task in info["task_id"][done & ~info["won"]]]
             if "eval_seconds" in info:
                 grading = max(grading, float(info["eval_seconds"][done].max(initial=0.0)))
             infra_errors += int(np.sum(info.get("_infra_error", np.zeros(num_envs, bool))))
@@ -75,6 +77,7 @@ def play(num_envs: int, episodes: int) -> dict[str, Any]:
         "won": won,
         "infra_errors": infra_errors,
         "grading": grading,
+        "unresolved": unresolved,
         "left": left,
     }
 
@@ -97,7 +100,9 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
         note = (
             f"vector step p50 {run['p50']:.2f} s, p95 {run['p95']:.2f} s, longest grading "
             f"{run['grading']:.1f} s; "
-            f"{run['won']}/{run['finished']} resolved, {run['infra_errors']} infra errors, "
+            f"{run['won']}/{run['finished']} resolved"
+            + (f" (not: {', '.join(run['unresolved'])})" if run["unresolved"] else "")
+            + f", {run['infra_errors']} infra errors, "
             f"{run['left']} containers left; {slot_count()} sandbox slots; baseline: N = 1"
         )
         rows.append(

@@ -69,6 +69,8 @@ _WRITER = (
 )
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
+# Times the engine is asked for a finished command's exit code, 0.1 s apart.
+_EXIT_POLLS = 20
 
 
 class DockerSandbox(Sandbox):
@@ -236,10 +238,24 @@ class DockerSandbox(Sandbox):
                 raise InfraError(
                     "engine", f"reading the output of docker exec failed: {reader.error}"
                 )
-            code = engine_call(
-                lambda: api.exec_inspect(exec_id).get("ExitCode"), "reading an exit code"
-            )
-        return (137 if code is None else int(code)), notes
+            code = self._exit_code(exec_id)
+        return code, notes
+
+    def _exit_code(self, exec_id: str) -> int:
+        """The exit code of a command whose output stream ended.
+
+        The engine may mark the command finished a moment after its stream closes, so it is
+        asked a few times; a command still running after that lost its output stream to the
+        engine (seen under heavy load), and what was read of its output is not all of it: an
+        :class:`InfraError`, not a result.
+        """
+        api = self._client.api
+        for _ in range(_EXIT_POLLS):
+            state = engine_call(lambda: api.exec_inspect(exec_id), "reading an exit code")
+            if not state.get("Running") and state.get("ExitCode") is not None:
+                return int(state["ExitCode"])
+            time.sleep(0.1)
+        raise InfraError("engine", "the engine ended a command's output stream while it still ran")
 
     def _recycle(self) -> None:
         """Kill every process of the container and start it again; files are kept."""

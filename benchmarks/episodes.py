@@ -193,6 +193,7 @@ class _Live:
             return
         finally:
             self.totals["env_time_s"] += time.perf_counter() - tic
+        self._note_infra_error()
 
     def policy_input(self) -> PolicyInput:
         return PolicyInput(
@@ -227,6 +228,14 @@ class _Live:
         self.totals["prompt_tokens"] += output.prompt_tokens
         self.totals["completion_tokens"] += output.completion_tokens
         self.steps += 1
+        self._note_infra_error()
+
+    def _note_infra_error(self) -> None:
+        """An episode the infrastructure cut short (``info["infra_error"]``) is an error, not a
+        failure: reported apart, kept out of the rates, and played again on resume."""
+        infra = self.info.get("infra_error")
+        if infra:
+            self.error = f"infra_error ({infra.get('kind')}): {infra.get('message')}"
 
     def record(self) -> dict[str, Any]:
         return {

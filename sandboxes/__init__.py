@@ -17,7 +17,13 @@ from __future__ import annotations
 from .backends import open_sandbox, resolve_backend
 from .base import ExecResult, Limits, Sandbox
 from .docker_images import ensure_base_image
-from .errors import SandboxDataError, SandboxDependencyError, SandboxError, SandboxFileError
+from .errors import (
+    InfraError,
+    SandboxDataError,
+    SandboxDependencyError,
+    SandboxError,
+    SandboxFileError,
+)
 from .images import ensure_base, ensure_env_image, ensure_instance_image, image_available
 from .layers import base_tag
 from .reaper import gc
@@ -25,6 +31,7 @@ from .rootfs import ensure_base_rootfs, rootfs_for_image
 
 __all__ = [
     "ExecResult",
+    "InfraError",
     "Limits",
     "Sandbox",
     "SandboxDataError",

@@ -13,7 +13,7 @@ from .base import Limits, Sandbox
 from .bwrap_sandbox import BwrapSandbox, gc_scratch
 from .docker_engine import docker_client, docker_unavailable_reason
 from .docker_sandbox import DockerSandbox
-from .errors import SandboxError
+from .errors import InfraError, SandboxError
 from .namespaces import bwrap_unavailable_reason
 from .reaper import gc_opportunistically
 from .rootfs import rootfs_for_image
@@ -29,7 +29,7 @@ def resolve_backend(backend: str = "auto") -> str:
     if backend == "docker":
         reason = docker_unavailable_reason()
         if reason:
-            raise SandboxError(f"the Docker backend cannot run: {reason}")
+            raise InfraError("engine", f"the Docker backend cannot run: {reason}")
         return "docker"
     if backend == "bwrap" or docker_unavailable_reason() is not None:
         reason = bwrap_unavailable_reason()

@@ -40,9 +40,11 @@ from .base import (
     SandboxFileError,
 )
 from .cache import scratch_dir
+from .errors import InfraError
 from .namespaces import namespace_flags
 from .output import BoundedBuffer, OutputCollector
 from .owner import current_owner, process_start
+from .slots import engine_slot
 
 NOBODY = 65534
 # World-writable temporary directories (sandbox path → scratch folder name), empty at start.
@@ -95,7 +97,8 @@ class BwrapSandbox(Sandbox):
                     "(the workdir must be a directory of the image other than /)"
                 )
         self._as_nobody = os.geteuid() == 0
-        self._scratch = self._make_scratch()
+        with engine_slot():
+            self._scratch = self._make_scratch()
 
     def _writable(self) -> dict[str, str]:
         """Sandbox directory → scratch folder name, for the directories commands may change.
@@ -126,7 +129,9 @@ class BwrapSandbox(Sandbox):
                 subprocess.run(["chown", "-R", f"{NOBODY}:{NOBODY}", *names], check=True)
         except (OSError, subprocess.CalledProcessError) as exc:
             shutil.rmtree(scratch, ignore_errors=True)
-            raise SandboxError(f"cannot copy {self.rootfs} for the sandbox: {exc}") from exc
+            raise InfraError(
+                "sandbox", f"cannot copy {self.rootfs} for the sandbox: {exc}"
+            ) from exc
         return scratch
 
     def host_path(self, name: str) -> Path:
@@ -212,37 +217,42 @@ class BwrapSandbox(Sandbox):
 
         One sink merges stderr into stdout. Returns ``(exit_code, timed_out)``.
         """
-        merge = len(sinks) == 1
-        with subprocess.Popen(  # leaving the block closes the pipes
-            self._argv(workdir, command),
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT if merge else subprocess.PIPE,
-            preexec_fn=self._set_rlimits,
-            start_new_session=True,
-        ) as proc:
-            streams = [proc.stdout] if merge else [proc.stdout, proc.stderr]
-            readers = [
-                threading.Thread(target=_pump, args=(stream, sink), daemon=True)
-                for stream, sink in zip(streams, sinks, strict=True)
-            ]
-            if stdin is not None:
-                readers.append(
-                    threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
-                )
-            for reader in readers:
-                reader.start()
-            timed_out = False
+        with engine_slot():  # one of the host's sandbox slots (sandboxes.slots)
+            merge = len(sinks) == 1
             try:
-                code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                code = proc.wait()
-            for reader in readers:
-                reader.join()
-        return (137 if timed_out or code < 0 else code), timed_out
+                proc = subprocess.Popen(
+                    self._argv(workdir, command),
+                    stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT if merge else subprocess.PIPE,
+                    preexec_fn=self._set_rlimits,
+                    start_new_session=True,
+                )
+            except (OSError, subprocess.SubprocessError) as exc:
+                raise InfraError("sandbox", f"cannot start bubblewrap: {exc}") from exc
+            with proc:  # leaving the block closes the pipes
+                streams = [proc.stdout] if merge else [proc.stdout, proc.stderr]
+                readers = [
+                    threading.Thread(target=_pump, args=(stream, sink), daemon=True)
+                    for stream, sink in zip(streams, sinks, strict=True)
+                ]
+                if stdin is not None:
+                    readers.append(
+                        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
+                    )
+                for reader in readers:
+                    reader.start()
+                timed_out = False
+                try:
+                    code = proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    code = proc.wait()
+                for reader in readers:
+                    reader.join()
+            return (137 if timed_out or code < 0 else code), timed_out
 
     def _run(self, cmd: str, timeout: float, workdir: str, output_chars: int) -> ExecResult:
         collector = OutputCollector(output_chars)

@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from functools import cache
-from typing import Any
+from typing import Any, TypeVar
 
-from .errors import SandboxError, require
+from .errors import InfraError, exception_line, require
+
+T = TypeVar("T")
+#: Seconds waited before each retry of an engine call that failed transiently: three tries
+#: in all, about 2.5 s, then the failure is reported as an infrastructure error.
+RETRY_DELAYS = (0.5, 2.0)
 
 #: What installs the docker SDK (aem's ``swe`` extra pins it).
 DOCKER_INSTALL = "pip install 'aem[swe]'"
@@ -50,6 +56,38 @@ def docker_unavailable_reason() -> str | None:
     return None
 
 
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is the engine failing (unreachable, timing out, a server error), which a
+    retry may cure, rather than the request being wrong."""
+    import requests
+
+    docker = docker_module()
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return True
+    status = getattr(exc, "status_code", None)
+    return isinstance(exc, docker.errors.APIError) and status is not None and status >= 500
+
+
+def engine_call(call: Callable[[], T], what: str) -> T:
+    """``call()``, retried with backoff while it fails transiently (:func:`is_transient`);
+    a failure that outlasts the retries is an :class:`InfraError` naming ``what``."""
+    delays = iter(RETRY_DELAYS)
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            delay = next(delays, None)
+            if delay is None:
+                raise InfraError(
+                    "engine",
+                    f"{what}: the Docker engine failed {len(RETRY_DELAYS) + 1} times "
+                    f"({exception_line(exc)})",
+                ) from exc
+            time.sleep(delay)
+
+
 def docker_client(timeout: float = 120.0) -> Any:
     """A client for the engine named by the environment (``DOCKER_HOST``) or the local socket.
 
@@ -60,8 +98,8 @@ def docker_client(timeout: float = 120.0) -> Any:
     try:
         return docker.from_env(timeout=int(timeout))
     except docker.errors.DockerException as exc:
-        raise SandboxError(
-            f"no Docker engine answers ({exc}); start dockerd or use backend='bwrap'"
+        raise InfraError(
+            "engine", f"no Docker engine answers ({exc}); start dockerd or use backend='bwrap'"
         ) from exc
 
 

@@ -28,9 +28,11 @@ import weakref
 from typing import Any
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
-from .docker_engine import docker_client, docker_module
+from .docker_engine import docker_client, docker_module, engine_call
+from .errors import InfraError
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
+from .slots import engine_slot
 
 # Docker's default capabilities minus those an SWE agent never needs and an escape might:
 # raw sockets, device nodes, chroot, audit, file capabilities, privileged ports.
@@ -67,6 +69,8 @@ _WRITER = (
 )
 # Extra seconds the client waits past the command's own limit before recycling.
 _CLIENT_GRACE = 10.0
+# Times the engine is asked for a finished command's exit code, 0.1 s apart.
+_EXIT_POLLS = 20
 
 
 class DockerSandbox(Sandbox):
@@ -94,28 +98,39 @@ class DockerSandbox(Sandbox):
         self._lock = threading.Lock()
         api = self._client.api
         try:
-            created = api.create_container(image, **self._create_options())
+            with engine_slot():
+                created = engine_call(
+                    lambda: api.create_container(image, **self._create_options()),
+                    f"creating a container from {image!r}",
+                )
         except self._docker.errors.ImageNotFound:
             if owned:
                 self._client.close()
-            raise SandboxError(
+            raise InfraError(
+                "image",
                 f"the Docker image {image!r} is not present locally; build it "
                 "(`aem sandbox build` for aem's images) or load it with `docker load -i FILE` "
-                "— nothing is pulled from a registry"
+                "— nothing is pulled from a registry",
             ) from None
-        except self._docker.errors.APIError as exc:
+        except (self._docker.errors.APIError, InfraError) as exc:
             if owned:
                 self._client.close()
-            raise SandboxError(f"could not create a container from {image!r}: {exc}") from exc
+            raise InfraError(
+                getattr(exc, "kind", "engine"),
+                f"could not create a container from {image!r}: {exc}",
+            ) from exc
         self.container_id: str = created["Id"]
         self._finalizer = weakref.finalize(
             self, _remove_quietly, self._client, self.container_id, owned
         )
         try:
-            api.start(self.container_id)
-        except self._docker.errors.APIError as exc:
+            with engine_slot():
+                engine_call(lambda: api.start(self.container_id), "starting a container")
+        except (self._docker.errors.APIError, InfraError) as exc:
             self._finalizer()
-            raise SandboxError(f"could not start a container from {image!r}: {exc}") from exc
+            raise InfraError(
+                getattr(exc, "kind", "engine"), f"could not start a container from {image!r}: {exc}"
+            ) from exc
 
     def _create_options(self) -> dict[str, Any]:
         """Arguments of the low-level ``create_container`` (two API calls open a sandbox)."""
@@ -191,16 +206,25 @@ class DockerSandbox(Sandbox):
         """
         notes: list[str] = []
         options = {"stdin": stdin is not None, "tty": False}
-        with self._lock:
+        with self._lock, engine_slot():
             api = self._client.api
+
+            def create() -> str:
+                return engine_call(
+                    lambda: api.exec_create(self.container_id, argv, **options)["Id"],
+                    "starting a command",
+                )
+
             try:
-                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
+                exec_id = create()
+            except self._docker.errors.NotFound as exc:
+                raise self._vanished(exc) from exc
             except self._docker.errors.APIError as exc:
                 if exc.status_code != 409:  # 409: the container is not running
                     raise SandboxError(f"docker exec failed: {exc}") from exc
                 self._recycle()
                 notes.append("[sandbox restarted: its container had stopped]")
-                exec_id = api.exec_create(self.container_id, argv, **options)["Id"]
+                exec_id = create()
             reader = _ExecStream(api, exec_id, sinks, merge=merge, stdin=stdin)
             reader.start()
             reader.join(timeout + _CLIENT_GRACE)
@@ -211,16 +235,43 @@ class DockerSandbox(Sandbox):
                 notes.append("[sandbox restarted: the command did not stop at its time limit]")
                 return 137, notes
             if reader.error is not None:
-                raise SandboxError(f"reading the output of docker exec failed: {reader.error}")
-            code = api.exec_inspect(exec_id).get("ExitCode")
-        return (137 if code is None else int(code)), notes
+                raise InfraError(
+                    "engine", f"reading the output of docker exec failed: {reader.error}"
+                )
+            code = self._exit_code(exec_id)
+        return code, notes
+
+    def _exit_code(self, exec_id: str) -> int:
+        """The exit code of a command whose output stream ended.
+
+        The engine may mark the command finished a moment after its stream closes, so it is
+        asked a few times; a command still running after that lost its output stream to the
+        engine (seen under heavy load), and what was read of its output is not all of it: an
+        :class:`InfraError`, not a result.
+        """
+        api = self._client.api
+        for _ in range(_EXIT_POLLS):
+            state = engine_call(lambda: api.exec_inspect(exec_id), "reading an exit code")
+            if not state.get("Running") and state.get("ExitCode") is not None:
+                return int(state["ExitCode"])
+            time.sleep(0.1)
+        raise InfraError("engine", "the engine ended a command's output stream while it still ran")
 
     def _recycle(self) -> None:
         """Kill every process of the container and start it again; files are kept."""
         api = self._client.api
         with contextlib.suppress(self._docker.errors.APIError):  # already stopped
             api.kill(self.container_id)
-        api.start(self.container_id)
+        try:
+            engine_call(lambda: api.start(self.container_id), "restarting a container")
+        except self._docker.errors.APIError as exc:
+            raise self._vanished(exc) from exc
+
+    def _vanished(self, exc: BaseException) -> InfraError:
+        """The error for a container the engine no longer has (removed, or killed by the host)."""
+        return InfraError(
+            "container", f"the sandbox's container {self.container_id[:12]} is gone: {exc}"
+        )
 
     # -- files ----------------------------------------------------------------------------
 

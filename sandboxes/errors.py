@@ -16,6 +16,21 @@ class SandboxError(Exception):
     """A sandbox could not be created, or an operation on it failed."""
 
 
+class InfraError(SandboxError):
+    """The machinery failed, not the agent: an engine unreachable or timing out, a container
+    that vanished, an image missing or failing to build, grading that ran out of time.
+
+    Why its own class: a caller that scores agents must report these apart from the agent's
+    failures (no reward either way), where any other :class:`SandboxError` is the agent's
+    doing or a usage error. ``kind`` is one short word (``engine``, ``container``,
+    ``image``, ``sandbox``, ``timeout``).
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class SandboxFileError(SandboxError, OSError):
     """A file operation inside the sandbox failed (missing file, a directory, no permission)."""
 

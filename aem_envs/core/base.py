@@ -319,7 +319,7 @@ class TextEnv(gym.Env[str, str]):
         terminated = outcome.done
         truncated = False
         reason = END_DONE if terminated else None
-        if not terminated and self._steps >= self.max_steps:
+        if not terminated and outcome.infra_error is None and self._steps >= self.max_steps:
             truncated, reason = True, END_STEP_LIMIT
             graded = self._grade_at_limit()
             if graded is not None:
@@ -330,6 +330,8 @@ class TextEnv(gym.Env[str, str]):
                 # Graded: the outcome is final (nothing follows, no value to bootstrap), and
                 # the limit is what ended it, so both flags hold.
                 terminated, reason = True, END_STEP_LIMIT_GRADED
+        if outcome.infra_error is not None:  # cut short by the machinery: no outcome at all
+            terminated, truncated, reason = False, True, None  # the Outcome names the end
         if reason is not None:
             outcome.info = {**outcome.info, "end_reason": reason}
         reward = self.reward_scheme.reward(

@@ -26,6 +26,9 @@ INFO_KEYS = (
 #: submitted); the step limit cut it (``truncated``); the step limit ended it and the env
 #: graded the work there (``terminated`` and ``truncated`` both true, the reward is final).
 END_DONE, END_STEP_LIMIT, END_STEP_LIMIT_GRADED = "done", "step_limit", "step_limit_graded"
+#: ``info["end_reason"]`` of an episode that the infrastructure ended (``info["infra_error"]``
+#: says how): ``truncated``, no final reward either way.
+END_INFRA_ERROR = "infra_error"
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,12 @@ class Task:
 
 @dataclass
 class Outcome:
-    """What one action did, as the subclass reports it; the base class turns it into a step."""
+    """What one action did, as the subclass reports it; the base class turns it into a step.
+
+    ``infra_error`` (a short ``kind`` and the ``message``, put in ``info`` with its end
+    reason) ends the episode as cut short by the infrastructure, not by the agent: truncated,
+    with no reward as success or failure.
+    """
 
     observation: str
     valid: bool = True
@@ -47,3 +55,12 @@ class Outcome:
     won: bool = False
     score: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)
+    infra_error: dict[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.infra_error is not None:
+            self.info = {
+                **self.info,
+                "infra_error": self.infra_error,
+                "end_reason": END_INFRA_ERROR,
+            }

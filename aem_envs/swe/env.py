@@ -27,7 +27,7 @@ from aem_envs.swe.tasks import (
 )
 from sandboxes.backends import BACKENDS
 from sandboxes.base import Limits
-from sandboxes.errors import SandboxError
+from sandboxes.errors import InfraError, SandboxError, exception_line
 
 WORKDIR = "/testbed"
 
@@ -61,8 +61,9 @@ class SWEEnv(TextEnv):
     each command; ``eval_timeout`` bounds grading; ``memory`` (Docker syntax, swap included),
     ``cpus`` and ``pids`` bound the episode's sandbox and the grading sandbox alike, so a
     test suite that needs more than the episode allowed fails the same way in both. The
-    defaults are :class:`sandboxes.Limits`'s. Plus the common ``reward_scheme``,
-    ``max_steps`` and ``render_mode``.
+    defaults are :class:`sandboxes.Limits`'s. ``tamper_guard`` (default on) adds sentinel
+    tests and a guard plugin to the graded pytest run (:mod:`aem_envs.swe.tamper`). Plus the
+    common ``reward_scheme``, ``max_steps`` and ``render_mode``.
 
     ## Action space
 
@@ -89,7 +90,9 @@ class SWEEnv(TextEnv):
     By the ``reward_scheme`` with ``won`` = swebench's ``resolved`` and ``score`` = the
     fraction of FAIL_TO_PASS tests passing (0 if any PASS_TO_PASS test broke): by default +10
     when resolved, 0 otherwise, and -0.1 per invalid action; ``"native"`` gives the score.
-    ``info["report"]`` is swebench's report, ``info["patch"]`` the graded diff.
+    ``info["report"]`` is swebench's report, ``info["patch"]`` the graded diff,
+    ``info["tampered"]`` the evidence of forged test results (a run with any is not
+    resolved).
 
     ## Termination
 
@@ -128,6 +131,7 @@ class SWEEnv(TextEnv):
         memory: str = Limits.memory,
         cpus: float = Limits.cpus,
         pids: int = Limits.pids,
+        tamper_guard: bool = True,
         reward_scheme: RewardScheme | dict[str, Any] | str | None = None,
         max_steps: int | None = None,
         render_mode: str | None = None,
@@ -151,6 +155,7 @@ class SWEEnv(TextEnv):
         self.bundles_dir = bundles_dir
         self.backend = backend
         self.eval_timeout = float(eval_timeout)
+        self.tamper_guard = bool(tamper_guard)
         self._instances: dict[str, SWEInstance] | None = None
         self._images: dict[str, str] = {}
         self._instance: SWEInstance | None = None
@@ -158,6 +163,7 @@ class SWEEnv(TextEnv):
         self._editor: Editor | None = None
         self._expert_plan: list[str] = []
         self._expert_done = 0
+        self._infra_error: dict[str, str] | None = None
         self.last_grade: Grade | None = None
 
     # ------------------------------------------------------------------ tasks
@@ -194,27 +200,59 @@ class SWEEnv(TextEnv):
         return self._images[instance.instance_id]
 
     # ------------------------------------------------------------------ episode
-    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
-        from sandboxes import open_sandbox
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        observation, info = super().reset(seed=seed, options=options)
+        if self._infra_error is not None:
+            info["infra_error"] = self._infra_error
+        return observation, info
 
+    def _start(self, task_id: str, split: str) -> tuple[Task, str]:
         self._release()
         instance = self.instances()[task_id]
-        image = self.image_for(instance)
-        self._sandbox = open_sandbox(
-            image, backend=self.backend, limits=self.limits, workdir=WORKDIR
-        )
-        self._editor = Editor(self._sandbox, WORKDIR)
         self._instance = instance
+        self._infra_error = None
         self.last_grade = None
         self._expert_plan = expert_plan(instance.gold_patch)
         self._expert_done = 0
         task = Task(instance.instance_id, instance.repo_name, instance.problem_statement)
+        try:
+            self._sandbox = self._open_sandbox(instance)
+        except SandboxError as exc:
+            self._infra_error = _infra_info(exc)
+            return task, f"The sandbox could not start: {self._infra_error['message']}"
+        self._editor = Editor(self._sandbox, WORKDIR)
         text = INSTRUCTIONS.format(
             repo=instance.repo, workdir=WORKDIR, problem=instance.problem_statement.strip()
         )
         return task, text
 
+    def _open_sandbox(self, instance: SWEInstance) -> Any:
+        """The episode's sandbox; an image that cannot be found or built is an infra error."""
+        from sandboxes import open_sandbox
+
+        try:
+            image = self.image_for(instance)
+        except (SandboxError, AEMError) as exc:
+            raise InfraError("image", exception_line(exc)) from exc
+        return open_sandbox(image, backend=self.backend, limits=self.limits, workdir=WORKDIR)
+
     def _act(self, action: str) -> Outcome:
+        """One action; an infrastructure failure (now, or at reset) ends the episode as such."""
+        if self._infra_error is None:
+            try:
+                return self._act_in_sandbox(action)
+            except InfraError as exc:
+                self._infra_error = _infra_info(exc)
+        self._release()
+        return Outcome(
+            f"The episode ended on an infrastructure failure ({self._infra_error['kind']}): "
+            f"{self._infra_error['message']}",
+            infra_error=self._infra_error,
+        )
+
+    def _act_in_sandbox(self, action: str) -> Outcome:
         if self._sandbox is None:
             return Outcome("The sandbox is closed; call reset().", valid=False)
         plan, done = self._expert_plan, self._expert_done
@@ -238,6 +276,8 @@ class SWEEnv(TextEnv):
             return Outcome("Invalid action: 'bash:' needs a command after it.", valid=False)
         try:
             result = self._sandbox.exec(command, self.limits.command_timeout)
+        except InfraError:
+            raise
         except (AEMError, SandboxError) as exc:
             return Outcome(f"Invalid action: the command could not run: {exc}", valid=False)
         note = f" (killed after {self.limits.command_timeout:g} s)" if result.timed_out else ""
@@ -249,6 +289,8 @@ class SWEEnv(TextEnv):
             result = self._editor.run(parse_edit(payload))
         except EditorRefusal as exc:
             return Outcome(f"Invalid action: {exc}", valid=False)
+        except InfraError:
+            raise
         except (AEMError, SandboxError) as exc:
             return Outcome(f"exit code: 1\n{exc}")
         return Outcome(f"exit code: {0 if result.ok else 1}\n{result.message}")
@@ -267,23 +309,36 @@ class SWEEnv(TextEnv):
             backend=self.backend,
             timeout=self.eval_timeout,
             limits=self.limits,
+            tamper_guard=self.tamper_guard,
         )
         self.last_grade = grade
         f2p = grade.report.get("tests_status", {}).get("FAIL_TO_PASS", {})
         passed = len(f2p.get("success", []))
         total = passed + len(f2p.get("failure", []))
         verdict = "RESOLVED" if grade.resolved else "NOT RESOLVED"
+        if grade.tampered:
+            verdict += " (the test results were tampered with)"
         observation = (
             f"{headline} {verdict}: {passed}/{total} FAIL_TO_PASS tests pass, "
             f"score {grade.score:.3f}."
         )
-        info = {"report": grade.report, "patch": patch, "eval_seconds": grade.seconds}
+        info = {
+            "report": grade.report,
+            "patch": patch,
+            "eval_seconds": grade.seconds,
+            "tampered": list(grade.tampered),
+        }
         return Outcome(observation, done=True, won=grade.resolved, score=grade.score, info=info)
 
     def _grade_at_limit(self) -> Outcome | None:
         if self._sandbox is None:
             return None
-        return self._grade("Step limit reached; the working tree was graded.")
+        try:
+            return self._grade("Step limit reached; the working tree was graded.")
+        except InfraError as exc:
+            self._release()
+            info = _infra_info(exc)
+            return Outcome(f"Step limit reached; grading failed ({info['kind']})", infra_error=info)
 
     def expert_action(self) -> str:
         """Next step of the gold patch applied through the env's own actions, then submit."""
@@ -300,6 +355,12 @@ class SWEEnv(TextEnv):
     def close(self) -> None:
         self._release()
         super().close()
+
+
+def _infra_info(exc: SandboxError) -> dict[str, str]:
+    """``info["infra_error"]``: the failure's kind and its one-line message."""
+    kind = exc.kind if isinstance(exc, InfraError) else "sandbox"
+    return {"kind": kind, "message": exception_line(exc)}
 
 
 def _encodable(text: str) -> bool:

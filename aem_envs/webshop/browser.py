@@ -34,6 +34,7 @@ from aem_envs.webshop.env import SiteClient, WebShopEnv
 from aem_envs.webshop.site.app import Site
 from aem_envs.webshop.site.page import CLICKABLE_SELECTOR, PAGE_VIEW_JS, Clickable, PageView
 from aem_envs.webshop.site.server import SiteServer
+from sandboxes.lifetime import mark_children
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -83,6 +84,7 @@ class BrowserClient(SiteClient):
         options.binary_location = chromium
         for flag in (*CHROMIUM_FLAGS, f"--user-data-dir={profile}"):
             options.add_argument(flag)
+        mark_children()  # a driver left by a killed owner is reaped (sandboxes.lifetime)
         try:
             self.driver = webdriver.Chrome(
                 service=webdriver.ChromeService(executable_path=chromedriver), options=options

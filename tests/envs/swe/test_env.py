@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import gymnasium as gym
@@ -195,3 +196,97 @@ def test_external_jsonl_instance_grades_through_gym_make(tmp_path: Path):
         assert info["won"]
     finally:
         environment.close()
+
+
+def _own_containers() -> set[str]:
+    """Ids of this process's sandbox containers on the engine (running or not); other tests'
+    envs may hold some, so a test compares the set after an episode with the set before."""
+    from sandboxes.docker_engine import client_session
+    from sandboxes.owner import LABEL_PREFIX
+
+    with client_session() as client:
+        label = f"{LABEL_PREFIX}.owner.pid={os.getpid()}"
+        return {c.id for c in client.containers.list(all=True, filters={"label": label})}
+
+
+def _assert_infra_end(step: tuple, kind: str) -> None:
+    _, reward, terminated, truncated, info = step
+    assert info["infra_error"]["kind"] == kind, info.get("infra_error")
+    assert info["infra_error"]["message"]
+    assert (reward, terminated, truncated, info["end_reason"]) == (0.0, False, True, "infra_error")
+    assert not info["won"]
+
+
+@pytest.mark.docker
+def test_a_container_that_vanishes_mid_episode_ends_it_as_an_infra_error(docker_engine):
+    from sandboxes.docker_engine import client_session
+
+    before = _own_containers()
+    environment = SWEEnv(backend="docker", max_steps=10)
+    try:
+        environment.reset(options={"task_id": IDS[0]})
+        with client_session() as client:  # as the host's OOM killer or an operator would
+            client.api.remove_container(environment._sandbox.container_id, force=True)
+        _assert_infra_end(environment.step("bash: ls"), "container")
+        assert environment._sandbox is None and _own_containers() <= before
+        environment.reset(options={"task_id": IDS[0]})  # the next episode starts afresh
+        _, _, _, _, info = environment.step("bash: true")
+        assert "infra_error" not in info and info["action_valid"]
+    finally:
+        environment.close()
+    assert _own_containers() <= before
+
+
+@pytest.mark.docker
+def test_engine_errors_are_retried_then_reported_not_raised(docker_engine, monkeypatch):
+    """The engine stops answering mid-episode (injected where the sandbox calls it): each call
+    is tried three times, then the episode ends with ``infra_error``; nothing is raised."""
+    import requests
+    from docker.api.exec_api import ExecApiMixin
+
+    from sandboxes import docker_engine as engine
+
+    before = _own_containers()
+    environment = SWEEnv(backend="docker", max_steps=10)
+    try:
+        environment.reset(options={"task_id": IDS[0]})
+        tries = []
+
+        def refused(self, *args, **kwargs):
+            tries.append(1)
+            raise requests.exceptions.ConnectionError("connection refused")
+
+        monkeypatch.setattr(engine, "RETRY_DELAYS", (0.0, 0.0))
+        monkeypatch.setattr(ExecApiMixin, "exec_create", refused)
+        _assert_infra_end(environment.step("submit"), "engine")
+        assert len(tries) == 3
+        monkeypatch.undo()
+        assert environment._sandbox is None and _own_containers() <= before
+    finally:
+        environment.close()
+
+
+@pytest.mark.docker
+def test_a_missing_image_is_an_infra_error_at_reset(docker_engine):
+    environment = SWEEnv(backend="docker", max_steps=10)
+    try:
+        environment._images[IDS[0]] = "aem-sandbox/instance:absent"
+        _, info = environment.reset(options={"task_id": IDS[0]})
+        assert info["infra_error"]["kind"] == "image"
+        _assert_infra_end(environment.step("bash: ls"), "image")
+    finally:
+        environment.close()
+
+
+@pytest.mark.parametrize("backend", [pytest.param("docker", marks=pytest.mark.docker), "bwrap"])
+def test_grading_past_its_time_limit_is_an_infra_error(backend, request):
+    request.getfixturevalue("docker_engine" if backend == "docker" else "bubblewrap")
+    before = _own_containers() if backend == "docker" else set()
+    environment = SWEEnv(backend=backend, max_steps=10, eval_timeout=0.2)
+    try:
+        environment.reset(options={"task_id": IDS[0]})
+        _assert_infra_end(environment.step("submit"), "timeout")
+    finally:
+        environment.close()
+    if backend == "docker":
+        assert _own_containers() <= before

@@ -26,3 +26,13 @@ def test_start_and_command_rows_are_measured():
     rows = [perf.measure_start(image, 1), *perf.measure_command(image, 2)]
     for row in rows:
         assert row["ours"] > 0 and row["baseline"] > 0 and row["ratio"] > 0
+
+
+@pytest.mark.docker
+def test_concurrency_play_counts_episodes_and_leaves_no_container():
+    from benchmarks.perf import swe_concurrency
+
+    run = swe_concurrency.play(2, 2)
+    assert run["finished"] >= 2 and run["won"] == run["finished"]
+    assert run["per_minute"] > 0 and run["p95"] >= run["p50"] > 0
+    assert run["infra_errors"] == 0 and run["left"] == 0 and run["grading"] > 0

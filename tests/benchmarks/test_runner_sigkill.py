@@ -1,0 +1,94 @@
+"""``aem bench`` killed with SIGKILL leaves no worker, browser or driver behind, and a resumed
+run then plays every episode exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sandboxes.lifetime import descendants, identity, marked_processes, running
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+SUITE = """\
+name: sigkill
+description: WebShop in Chromium, for the SIGKILL test.
+seeds: [0]
+envs:
+  - env: aem/WebShopBrowser-v0
+    split: test
+    tasks: 4
+"""
+
+
+def _command(suite: Path, out: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "aem_cli",
+        "bench",
+        "--suite",
+        str(suite),
+        "--policy",
+        "expert",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--no-progress",
+    ]
+
+
+def _survivors(tree: list[str | None]) -> list[int]:
+    """Processes of ``tree`` (identities) still running, and marked processes they own."""
+    owners = {owner for owner in tree if owner}
+    alive = [int(owner.split(":")[0]) for owner in owners if running(owner)]
+    return alive + [pid for pid, owner in marked_processes().items() if owner in owners]
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_sigkilled_bench_leaves_nothing_and_resumes_every_episode_once(
+    browser: None, tmp_path: Path
+) -> None:
+    suite, out = tmp_path / "sigkill.yaml", tmp_path / "run"
+    suite.write_text(SUITE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    with (tmp_path / "killed.log").open("w") as log:
+        run = subprocess.Popen(_command(suite, out), env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while "chromium" not in {_name(pid) for pid in descendants(run.pid)}:
+            assert run.poll() is None and time.monotonic() < deadline, "no browser started"
+            time.sleep(0.2)
+        below = [identity(pid) for pid in [run.pid, *descendants(run.pid)]]
+        assert {"chromedriver", "chromium"} <= {_name(int(i.split(":")[0])) for i in below if i}
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        deadline = time.monotonic() + 10
+        while (left := _survivors(below)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left == [], [(pid, _name(pid)) for pid in left]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    resumed = subprocess.run(
+        _command(suite, out), env=env, capture_output=True, text=True, timeout=600
+    )
+    assert resumed.returncode == 0, resumed.stdout[-2000:] + resumed.stderr[-2000:]
+    results = json.loads((out / "results.json").read_text())
+    keys = [episode["key"] for episode in results["episodes"]]
+    assert len(keys) == len(set(keys)) == results["planned_episodes"] == 4
+    assert all(episode["won"] for episode in results["episodes"])

@@ -194,40 +194,90 @@ class JsonArrayText:
                 raise _invalid_json(file, ValueError(f"expected ',' or ']' at character {at}"))
 
 
-def read_original(directory: str | Path) -> OriginalRecords:
-    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+#: Record kind → file stem, in the order the digest hashes them.
+KINDS: dict[str, str] = {
+    "products": PRODUCTS_STEM,
+    "attributes": ATTRIBUTES_STEM,
+    "human_instructions": HUMAN_FILE,
+    "reviews": REVIEWS_FILE,
+}
+#: What an optional file that is absent counts as (in the digest too).
+_ABSENT: dict[str, Any] = {"human_instructions": {}, "reviews": []}
+
+
+@dataclass(frozen=True)
+class OriginalFiles:
+    """Where a WebShop data folder's files are, by record kind (optional ones may be absent)."""
+
+    folder: Path
+    paths: Mapping[str, Path]
+
+    def digest(self) -> str:
+        """The digest :func:`read_original` gives, from the files read in blocks."""
+        digests = []
+        for kind in KINDS:
+            path = self.paths.get(kind)
+            if path is None:
+                digests.append(_file_digest(encode_json(_ABSENT[kind])))
+                continue
+            digest = hashlib.sha256()
+            try:
+                opener = gzip.open if path.suffix == ".gz" else open
+                with opener(path, "rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(block)
+            except (OSError, EOFError) as exc:
+                raise DataError(f"{path}: cannot read the file ({exc})") from exc
+            digests.append(digest.hexdigest())
+        return _digest(digests)
+
+    def fingerprint(self) -> list[list[Any]]:
+        """Each file's path, size, inode and modification and change times: any edit,
+        replacement or touch of a file changes it."""
+        rows = []
+        for kind, path in self.paths.items():
+            stat = path.stat()
+            rows.append([kind, str(path), stat.st_size, stat.st_ino, stat.st_mtime_ns,
+                         stat.st_ctime_ns])  # fmt: skip
+        return rows
+
+
+def find_original(directory: str | Path) -> OriginalFiles:
+    """The files of a WebShop data folder; a missing folder or required file is an error."""
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder; give the folder holding items_shuffle*.json")
-    products_path = _pick(folder, PRODUCTS_STEM)
-    attributes_path = _pick(folder, ATTRIBUTES_STEM)
-    human_path = _pick(folder, HUMAN_FILE)
-    reviews_path = _pick(folder, REVIEWS_FILE)
-    if products_path is None or attributes_path is None:
-        missing = PRODUCTS_STEM if products_path is None else ATTRIBUTES_STEM
-        raise DataError(
-            f"{folder}: no {missing}*.json file; point the loader at the folder holding "
-            "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
-        )
-    files = {"products": str(products_path), "attributes": str(attributes_path)}
-    products_text, products_digest = _read_text(products_path)
+    paths = {kind: _pick(folder, stem) for kind, stem in KINDS.items()}
+    for kind in ("products", "attributes"):
+        if paths[kind] is None:
+            raise DataError(
+                f"{folder}: no {KINDS[kind]}*.json file; point the loader at the folder holding "
+                "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
+            )
+    return OriginalFiles(folder, {kind: path for kind, path in paths.items() if path is not None})
+
+
+def read_original(directory: str | Path | OriginalFiles) -> OriginalRecords:
+    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+    found = directory if isinstance(directory, OriginalFiles) else find_original(directory)
+    paths = found.paths
+    files = {kind: str(path) for kind, path in paths.items()}
+    products_text, products_digest = _read_text(paths["products"])
     products = JsonArrayText(products_text, files["products"])
-    attributes, attributes_digest = _read_json(attributes_path)
+    attributes, attributes_digest = _read_json(paths["attributes"])
     expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
-    human: dict[str, list[dict[str, Any]]] = {}
-    human_digest = _file_digest(encode_json(human))
-    if human_path is not None:
-        files["human_instructions"] = str(human_path)
-        human, human_digest = _read_json(human_path)
-        expect(human, dict, files["human_instructions"], "top level", "an object keyed by asin")
-    reviews: list[dict[str, Any]] = []
-    reviews_digest = _file_digest(encode_json(reviews))
-    if reviews_path is not None:
-        files["reviews"] = str(reviews_path)
-        reviews, reviews_digest = _read_json(reviews_path)
-        expect(reviews, list, files["reviews"], "top level", "a list")
-    digest = _digest([products_digest, attributes_digest, human_digest, reviews_digest])
-    return OriginalRecords(products, attributes, human, reviews, files, digest)
+    optional: dict[str, Any] = {kind: type(empty)() for kind, empty in _ABSENT.items()}
+    digests = [products_digest, attributes_digest]
+    for kind, shape, what in (("human_instructions", dict, "an object keyed by asin"),
+                              ("reviews", list, "a list")):  # fmt: skip
+        if kind not in paths:
+            digests.append(_file_digest(encode_json(optional[kind])))
+            continue
+        optional[kind], digest = _read_json(paths[kind])
+        expect(optional[kind], shape, files[kind], "top level", what)
+        digests.append(digest)
+    human, reviews = optional["human_instructions"], optional["reviews"]
+    return OriginalRecords(products, attributes, human, reviews, files, _digest(digests))
 
 
 def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:

@@ -12,7 +12,7 @@ import itertools
 import random
 import re
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -100,7 +100,7 @@ def _required_text(record: Mapping[str, Any], key: str, file: str, where: str) -
 
 
 def _reviews_by_asin(
-    reviews: Sequence[Any], file: str
+    reviews: Iterable[Any], file: str
 ) -> dict[str, tuple[float | None, tuple[dict[str, str], ...]]]:
     out: dict[str, tuple[float | None, tuple[dict[str, str], ...]]] = {}
     for i, entry in enumerate(reviews):

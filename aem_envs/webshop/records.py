@@ -11,11 +11,12 @@ the records.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from aem_envs.core.errors import DataError
 from aem_envs.core.io import atomic_write_bytes
 
 PRODUCTS_STEM = "items_shuffle"
+_PRODUCTS_TOP = "a list of products"
 ATTRIBUTES_STEM = "items_ins_v2"
 HUMAN_FILE = "items_human_ins"
 REVIEWS_FILE = "reviews"
@@ -48,9 +50,10 @@ class OriginalRecords:
 
     #: Product records in file order; read from a file, each is decoded when iterated.
     products: Iterable[dict[str, Any]]
-    attributes: dict[str, dict[str, Any]]
+    #: Attribute entries by asin; streamed from a file, kept encoded (:class:`EncodedEntries`).
+    attributes: Mapping[str, dict[str, Any]]
     human_instructions: dict[str, list[dict[str, Any]]]
-    reviews: list[dict[str, Any]]
+    reviews: Iterable[dict[str, Any]]
     #: Record kind → the file name it came from, for error messages.
     files: Mapping[str, str]
     #: Hash of the files' bytes (of their encoding, for records made in memory).
@@ -74,9 +77,9 @@ class OriginalRecords:
         """File stem → the bytes :func:`write_original` writes (before compression)."""
         return {
             PRODUCTS_STEM: encode_json(list(self.products)),
-            ATTRIBUTES_STEM: encode_json(self.attributes),
+            ATTRIBUTES_STEM: encode_json(dict(self.attributes)),
             HUMAN_FILE: encode_json(self.human_instructions),
-            REVIEWS_FILE: encode_json(self.reviews),
+            REVIEWS_FILE: encode_json(list(self.reviews)),
         }
 
 
@@ -148,50 +151,154 @@ def _read_json(path: Path) -> tuple[Any, str]:
 
 
 _JSON_SPACE = re.compile(r"[ \t\n\r]*")
+#: Bytes read at a time when a file is streamed.
+BLOCK_BYTES = 1 << 20
 
 
-def _skip_space(text: str, at: int) -> int:
-    match = _JSON_SPACE.match(text, at)
-    return match.end() if match else at
+class _Cursor:
+    """A position in JSON text that arrives in blocks; only the unread rest is kept."""
 
+    def __init__(self, blocks: Iterator[str], file: str) -> None:
+        self._blocks = blocks
+        self._decoder = json.JSONDecoder()
+        self.file = file
+        self.text = ""
+        self.at = 0
+        self._dropped = 0
+        self._ended = False
 
-class JsonArrayText:
-    """The elements of a JSON array, decoded one at a time each time it is iterated.
+    def _more(self) -> bool:
+        block = next(self._blocks, None)
+        if block is None:
+            self._ended = True
+            return False
+        self._dropped += self.at
+        self.text = self.text[self.at :] + block
+        self.at = 0
+        return True
 
-    Why: decoding a products file whole holds every record's dict at once — for 100k
-    products about twice the memory of the finished catalog, left fragmented afterwards.
-    Decoding element by element keeps one record alive at a time.
-    """
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end), not consumed."""
+        while True:
+            match = _JSON_SPACE.match(self.text, self.at)
+            self.at = match.end() if match else self.at
+            if self.at < len(self.text) or not self._more():
+                return self.text[self.at : self.at + 1]
 
-    def __init__(self, text: str, file: str) -> None:
-        self._text = text
-        self._file = file
-
-    def __iter__(self) -> Iterator[Any]:
-        text, file = self._text, self._file
-        decoder = json.JSONDecoder()
-        at = _skip_space(text, 0)
-        if not text.startswith("[", at):
-            raise DataError(
-                f"{file}: field 'top level' should be a list of products; "
-                "the file is not in the WebShop format"
-            )
-        at = _skip_space(text, at + 1)
-        if text.startswith("]", at):
-            return
+    def value(self) -> Any:
+        """Decode the value at the cursor (after :meth:`peek`), reading more text as needed."""
         while True:
             try:
-                element, at = decoder.raw_decode(text, at)
+                value, end = self._decoder.raw_decode(self.text, self.at)
+                # A value that ends the text read so far may go on (a number's digits).
+                if end < len(self.text) or self._ended:
+                    self.at = end
+                    return value
             except json.JSONDecodeError as exc:
-                raise _invalid_json(file, exc) from exc
-            yield element
-            at = _skip_space(text, at)
-            if text.startswith(",", at):
-                at = _skip_space(text, at + 1)
-            elif text.startswith("]", at) and not text[at + 1 :].strip():
-                return
-            else:
-                raise _invalid_json(file, ValueError(f"expected ',' or ']' at character {at}"))
+                if self._ended:
+                    where = self._dropped + exc.pos
+                    raise self.invalid(f"{exc.msg} at character {where}") from None
+            self._more()
+
+    def invalid(self, reason: str) -> DataError:
+        return _invalid_json(self.file, ValueError(reason))
+
+    def expect(self, token: str) -> None:
+        if self.peek() != token:
+            where = self._dropped + self.at
+            raise self.invalid(f"expected {token!r} at character {where}")
+        self.at += 1
+
+
+class JsonStream:
+    """The elements of a JSON array, or the (key, value) members of an object, decoded one at a
+    time from text read in blocks, each time it is iterated.
+
+    Why: decoding a products file whole holds every record's dict at once, and the original
+    ``items_shuffle.json`` is a GB of text; streamed, one record is alive at a time and the
+    file's text never is.
+    """
+
+    def __init__(
+        self, blocks: Callable[[], Iterator[str]], file: str, *, members: bool = False, what: str
+    ) -> None:
+        self._blocks = blocks
+        self._file = file
+        self._members = members
+        self._what = what
+
+    @classmethod
+    def of_text(cls, text: str, file: str, **kwargs: Any) -> JsonStream:
+        return cls(lambda: iter((text,)), file, **kwargs)
+
+    @classmethod
+    def of_file(cls, path: Path, **kwargs: Any) -> JsonStream:
+        return cls(lambda: _text_blocks(path), str(path), **kwargs)
+
+    def __iter__(self) -> Iterator[Any]:
+        cursor = _Cursor(self._blocks(), self._file)
+        opening, closing = ("{", "}") if self._members else ("[", "]")
+        if cursor.peek() != opening:
+            raise DataError(
+                f"{self._file}: field 'top level' should be {self._what}; "
+                "the file is not in the WebShop format"
+            )
+        cursor.at += 1
+        if cursor.peek() != closing:
+            while True:
+                if self._members:
+                    if cursor.peek() != '"':
+                        raise cursor.invalid("expected a quoted key")
+                    key = cursor.value()
+                    cursor.expect(":")
+                    cursor.peek()
+                    yield key, cursor.value()
+                else:
+                    cursor.peek()
+                    yield cursor.value()
+                if cursor.peek() != ",":
+                    break
+                cursor.at += 1
+        cursor.expect(closing)
+        if cursor.peek():
+            raise cursor.invalid(f"text after the closing {closing!r}")
+
+
+def _text_blocks(path: Path) -> Iterator[str]:
+    """A file's (decompressed) text in blocks, without holding the whole of it."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as handle:
+            while block := handle.read(BLOCK_BYTES):
+                yield decoder.decode(block)
+            yield decoder.decode(b"", final=True)
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{path}: cannot read the file ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc}); re-download or regenerate it") from exc
+
+
+class EncodedEntries(Mapping[str, Any]):
+    """An object's members kept as compact JSON bytes, decoded when looked up.
+
+    Why: ``items_ins_v2.json`` has an entry for each of 1.18M products; as bytes they take
+    a fraction of the memory of the decoded dicts, and conversion reads each one once or twice.
+    """
+
+    def __init__(self, members: Iterable[tuple[str, Any]]) -> None:
+        self._encoded = {key: encode_json(value) for key, value in members}
+
+    def __getitem__(self, key: str) -> Any:
+        return json.loads(self._encoded[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._encoded
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._encoded)
+
+    def __len__(self) -> int:
+        return len(self._encoded)
 
 
 #: Record kind → file stem, in the order the digest hashes them.
@@ -263,7 +370,7 @@ def read_original(directory: str | Path | OriginalFiles) -> OriginalRecords:
     paths = found.paths
     files = {kind: str(path) for kind, path in paths.items()}
     products_text, products_digest = _read_text(paths["products"])
-    products = JsonArrayText(products_text, files["products"])
+    products = JsonStream.of_text(products_text, files["products"], what=_PRODUCTS_TOP)
     attributes, attributes_digest = _read_json(paths["attributes"])
     expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
     optional: dict[str, Any] = {kind: type(empty)() for kind, empty in _ABSENT.items()}
@@ -278,6 +385,29 @@ def read_original(directory: str | Path | OriginalFiles) -> OriginalRecords:
         digests.append(digest)
     human, reviews = optional["human_instructions"], optional["reviews"]
     return OriginalRecords(products, attributes, human, reviews, files, _digest(digests))
+
+
+def stream_original(files: OriginalFiles) -> OriginalRecords:
+    """The records of ``files`` as a stream, for converting a large catalog once.
+
+    Products are decoded one at a time each time they are iterated, the attribute entries
+    kept encoded (:class:`EncodedEntries`) and reviews streamed; no file's text is held
+    whole except the small human instructions file.
+    """
+    paths = files.paths
+    names = {kind: str(path) for kind, path in paths.items()}
+    products = JsonStream.of_file(paths["products"], what=_PRODUCTS_TOP)
+    attributes = EncodedEntries(
+        JsonStream.of_file(paths["attributes"], members=True, what="an object keyed by asin")
+    )
+    human: dict[str, list[dict[str, Any]]] = {}
+    if "human_instructions" in paths:
+        human = _read_json(paths["human_instructions"])[0]
+        expect(human, dict, names["human_instructions"], "top level", "an object keyed by asin")
+    reviews: Iterable[dict[str, Any]] = []
+    if "reviews" in paths:
+        reviews = JsonStream.of_file(paths["reviews"], what="a list")
+    return OriginalRecords(products, attributes, human, reviews, names, files.digest())
 
 
 def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:

@@ -42,7 +42,7 @@ from aem_envs.webshop.catalog import Catalog, Goal, KeyedRecords, Product
 from aem_envs.webshop.goals import WEBSHOP_SEED, split_goals, split_ranges
 from aem_envs.webshop.mapped import FolderWriter, MappedFolder, open_folder, open_or_build
 from aem_envs.webshop.products import iter_products
-from aem_envs.webshop.records import OriginalFiles, encode_json, find_original, read_original
+from aem_envs.webshop.records import OriginalFiles, encode_json, find_original, stream_original
 from aem_envs.webshop.search import IndexBuilder, store_index
 from aem_envs.webshop.tasks import catalog_hash, goal_maker, load_original
 from sandboxes.cache import aem_cache_root
@@ -333,7 +333,7 @@ def _convert(
 ) -> dict[str, Any]:
     """Write the store of ``files`` into ``out`` (and the search index beside it), reading
     the products once, one at a time; the metadata of the store's manifest."""
-    records = read_original(files)
+    records = stream_original(files)
     maker = goal_maker(records.files, human_goals=parameters["human_goals"])
     rng = random.Random(parameters["seed"])
     index = IndexBuilder()

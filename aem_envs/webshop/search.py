@@ -24,7 +24,7 @@ import threading
 import warnings
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ LUCENE_STOPWORDS: frozenset[str] = frozenset((
     "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then", "there",
     "these", "they", "this", "to", "was", "will", "with",
 ))  # fmt: skip
+#: Postings scored at a time when an index is built.
+POSTINGS_BLOCK = 1 << 22
 #: Bump when the document text, tokenization or file layout changes: indexes then rebuild.
 INDEX_FORMAT = "bm25-v2"
 
@@ -93,48 +95,60 @@ class IndexBuilder:
         self._asins.append(product.asin.encode("utf-8"))
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The index: per term (sorted by text) its postings' documents and scores."""
+        """The index in memory: per term (sorted by text) its postings' documents and scores."""
+        blocks: dict[str, list[np.ndarray]] = {}
+        for name, block in self._blocks():
+            blocks.setdefault(name, []).append(block)
+        return {name: np.concatenate(parts) for name, parts in blocks.items()}
+
+    def write(self, out: FolderWriter) -> dict[str, Any]:
+        """Write the index into ``out`` block by block; the metadata for its manifest."""
+        for name, block in self._blocks():
+            out.append(name, block)
+        return {"documents": len(self._lengths), "terms": len(self._vocabulary)}
+
+    def _blocks(self) -> Iterator[tuple[str, np.ndarray]]:
+        """The index's files as ``(file, block)`` pieces; a file is its blocks in order.
+
+        Why blocks: the postings of a million products number tens of millions; scoring them
+        in blocks bounds the float64 temporaries.
+        """
         n_docs = len(self._lengths)
         words = sorted(self._vocabulary)
         rank = np.empty(len(words), dtype=np.int32)
         rank[[self._vocabulary[w] for w in words]] = np.arange(len(words), dtype=np.int32)
         terms = rank[np.frombuffer(self._terms, dtype=np.int32)]
-        counts = np.frombuffer(self._counts, dtype=np.float32)
-        docs = np.repeat(np.arange(n_docs, dtype=np.int32), np.frombuffer(self._per_doc, np.int64))
-        lengths = np.frombuffer(self._lengths, dtype=np.int64)
-        average = lengths.mean() if n_docs else 1.0
         frequencies = np.bincount(terms, minlength=len(words))
         # Lucene's idf, in Python floats as bm25s computes it, stored as float32.
         idf = np.array(
             [math.log(1 + (n_docs - df + 0.5) / (df + 0.5)) for df in frequencies.tolist()],
             dtype=np.float32,
         )
-        # The same operations in the same precision as bm25s, vectorised: float64 throughout,
-        # rounded to float32 at the end.
-        norm = K1 * ((1 - B) + (B * lengths[docs].astype(np.float64)) / average)
-        tf = counts.astype(np.float64)
-        scores = (idf[terms].astype(np.float64) * (tf / (norm + tf))).astype(np.float32)
+        per_doc = np.frombuffer(self._per_doc, dtype=np.int64)
+        docs = np.repeat(np.arange(n_docs, dtype=np.int32), per_doc)
+        counts = np.frombuffer(self._counts, dtype=np.float32)
+        lengths = np.frombuffer(self._lengths, dtype=np.int64)
+        average = lengths.mean() if n_docs else 1.0
         order = np.argsort(terms, kind="stable")  # documents stay ascending within a term
+        for at in range(0, max(len(order), 1), POSTINGS_BLOCK):  # an empty index has files too
+            picked = order[at : at + POSTINGS_BLOCK]
+            doc = docs[picked]
+            # The same operations in the same precision as bm25s, vectorised: float64
+            # throughout, rounded to float32 at the end.
+            norm = K1 * ((1 - B) + (B * lengths[doc].astype(np.float64)) / average)
+            tf = counts[picked].astype(np.float64)
+            weight = idf[terms[picked]].astype(np.float64) * (tf / (norm + tf))
+            yield "scores", weight.astype(np.float32)
+            yield "docs", doc
         starts = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum(frequencies, out=starts[1:])
         encoded = [w.encode("utf-8") for w in words]
         term_starts = np.zeros(len(words) + 1, dtype=np.int64)
         np.cumsum([len(w) for w in encoded], out=term_starts[1:])
-        return {
-            "scores": scores[order],
-            "docs": docs[order],
-            "starts": starts,
-            "terms": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-            "term_starts": term_starts,
-            "asins": np.array(self._asins, dtype=np.bytes_),
-        }
-
-    def write(self, out: FolderWriter) -> dict[str, Any]:
-        """Write the index into ``out``; the metadata for its manifest."""
-        arrays = self.arrays()
-        for name, values in arrays.items():
-            out.array(name, values)
-        return {"documents": len(arrays["asins"]), "terms": len(arrays["starts"]) - 1}
+        yield "starts", starts
+        yield "terms", np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        yield "term_starts", term_starts
+        yield "asins", np.array(self._asins, dtype=np.bytes_)
 
 
 class _Terms:

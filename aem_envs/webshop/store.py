@@ -248,13 +248,6 @@ class GoalIds(Sequence[str]):
             and int(goal_id) in self._positions
         )
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence) and not isinstance(other, str):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
 
 # -------------------------------------------------------------------------- the store
 _CATALOGS: dict[str, Catalog] = {}
@@ -351,6 +344,7 @@ def _convert(
         if product.asin in instructed:
             goal_products.append(product)
     goals, _ = split_goals(maker(records, goal_products, rng))
+    del records, goal_products  # the attribute entries and reviews: free before indexing
     out.array("product_starts", np.array(starts, dtype=np.int64))
     keys = np.array(asins, dtype=np.bytes_)
     order = np.argsort(keys, kind="stable")

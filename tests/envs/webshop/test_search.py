@@ -64,8 +64,9 @@ def test_equal_scores_keep_catalog_order(catalog: Catalog) -> None:
     assert engine.search(twin.name) == [p.asin for p in clones[: search.TOP_K]]
 
 
-def test_scores_are_bm25s_lucene_scores_bit_for_bit(catalog: Catalog) -> None:
+def test_scores_are_bm25s_lucene_scores_bit_for_bit(catalog: Catalog, monkeypatch) -> None:
     bm25s = pytest.importorskip("bm25s")
+    monkeypatch.setattr(search, "POSTINGS_BLOCK", 1000)  # several blocks
     reference = bm25s.BM25(k1=search.K1, b=search.B, method="lucene")
     reference.index(
         [tokenize(document_text(p)) or [""] for p in catalog.products], show_progress=False

@@ -189,20 +189,24 @@ class SearchEngine:
             builder.add(product)
         return cls(builder.arrays())
 
-    def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every product for ``query`` (Lucene sums one clause per query term)."""
+    def _postings(self, query: str) -> list[slice]:
+        """Where each query term's postings are, in query order (Lucene sums one clause per
+        query term, repeats included)."""
         starts = self._starts
-        postings = [
+        return [
             slice(int(starts[term_id]), int(starts[term_id + 1]))
             for term_id in map(self._term_id, tokenize(query))
             if term_id is not None
         ]
-        if not postings:
-            return np.zeros(len(self.asins), dtype=np.float32)
-        # One pass over all the query's postings (twice as fast as adding term by term).
-        documents = np.concatenate([self._docs[p] for p in postings])
-        weights = np.concatenate([self._scores[p] for p in postings])
-        total = np.bincount(documents, weights=weights, minlength=len(self.asins))
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every product for ``query``."""
+        total = np.zeros(len(self.asins), dtype=np.float64)
+        # Term by term: a product's postings are unique within a term, so each term is one
+        # scatter-add, with no copy of the postings (at 1M products a third faster than one
+        # bincount over them all, with the same float64 sums in the same order).
+        for where in self._postings(query):
+            total[self._docs[where]] += self._scores[where]
         return total.astype(np.float32)
 
     def search(self, query: str, k: int = TOP_K) -> list[str]:
@@ -214,14 +218,18 @@ class SearchEngine:
         matched = np.flatnonzero(scores > best / 2)
         if len(matched) < k:
             matched = np.flatnonzero(scores > 0)
-        if len(matched) > k:
-            # Keep every product scoring at least the k-th best score: ties at the boundary
-            # are then settled by catalog order below, not by the partition's whim.
-            values = scores[matched]
-            cutoff = np.partition(values, len(values) - k)[len(values) - k]
-            matched = matched[values >= cutoff]
-        order = np.lexsort((matched, -scores[matched]))[:k]
-        return [self.asins[i].decode("utf-8") for i in matched[order]]
+        return [self.asins[i].decode("utf-8") for i in _best(matched, scores[matched], k)]
+
+
+def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` best of ``docs`` by score, ties in catalog order."""
+    if len(docs) > k:
+        # Keep every product scoring at least the k-th best score: ties at the boundary
+        # are then settled by catalog order below, not by the partition's whim.
+        cutoff = np.partition(scores, len(scores) - k)[len(scores) - k]
+        kept = scores >= cutoff
+        docs, scores = docs[kept], scores[kept]
+    return docs[np.lexsort((docs, -scores))[:k]]
 
 
 def _find(terms: _Terms, term: str) -> int | None:

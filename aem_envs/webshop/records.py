@@ -319,6 +319,10 @@ class OriginalFiles:
     folder: Path
     paths: Mapping[str, Path]
 
+    def names(self) -> dict[str, str]:
+        """Record kind → file name, as :attr:`OriginalRecords.files` has them."""
+        return {kind: str(path) for kind, path in self.paths.items()}
+
     def digest(self) -> str:
         """The digest :func:`read_original` gives, from the files read in blocks."""
         digests = []
@@ -368,7 +372,7 @@ def read_original(directory: str | Path | OriginalFiles) -> OriginalRecords:
     """Read the JSON files of a WebShop data folder without interpreting them yet."""
     found = directory if isinstance(directory, OriginalFiles) else find_original(directory)
     paths = found.paths
-    files = {kind: str(path) for kind, path in paths.items()}
+    files = found.names()
     products_text, products_digest = _read_text(paths["products"])
     products = JsonStream.of_text(products_text, files["products"], what=_PRODUCTS_TOP)
     attributes, attributes_digest = _read_json(paths["attributes"])
@@ -395,7 +399,7 @@ def stream_original(files: OriginalFiles) -> OriginalRecords:
     whole except the small human instructions file.
     """
     paths = files.paths
-    names = {kind: str(path) for kind, path in paths.items()}
+    names = files.names()
     products = JsonStream.of_file(paths["products"], what=_PRODUCTS_TOP)
     attributes = EncodedEntries(
         JsonStream.of_file(paths["attributes"], members=True, what="an object keyed by asin")

@@ -274,7 +274,7 @@ def open_catalog(
     """
     files = find_original(directory)
     parameters = {"human_goals": human_goals, "seed": seed, "num_products": num_products}
-    goal_maker(_file_names(files), human_goals=human_goals)  # refuse before any work
+    goal_maker(files.names(), human_goals=human_goals)  # refuse before any work
     source = source or f"original:{files.folder.resolve()}"
     try:
         content_hash = _content_hash(files, parameters)
@@ -298,10 +298,6 @@ def open_catalog(
         return load_original(
             files.folder, human_goals=human_goals, seed=seed, num_products=num_products
         )
-
-
-def _file_names(files: OriginalFiles) -> dict[str, str]:
-    return {kind: str(path) for kind, path in files.paths.items()}
 
 
 def _content_hash(files: OriginalFiles, parameters: Mapping[str, Any]) -> str:

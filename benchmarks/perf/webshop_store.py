@@ -174,7 +174,7 @@ def many(folder: str, cache: str, loader: str, n: int = ASYNC_ENVS) -> dict[str,
     try:
         envs.reset(seed=0)
         seconds = time.perf_counter() - tic
-        workers = [memory_mb(process.pid or "self") for process in envs.processes]
+        workers = [memory_mb(process.pid) for process in envs.processes if process.pid]
     finally:
         envs.close()
     return {

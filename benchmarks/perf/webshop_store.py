@@ -9,9 +9,10 @@ baseline is the in-memory loader (:func:`aem_envs.webshop.tasks.load_original`: 
 parses the whole catalog), with the same search index, run by the same script. Each
 measurement runs in a fresh interpreter so that its memory is its own.
 
-Memory is read from ``/proc/<pid>/smaps_rollup``: an env's own memory is its USS (private
-pages); pages of the memory-mapped store are shared by every process, so the 8 envs' total
-is the sum of their PSS (shared pages counted once overall). The in-memory loader at 1M
+Memory is read from ``/proc/<pid>/smaps_rollup``: an env's own memory is its anonymous
+memory (what it allocated; the store's file pages it maps are the page cache's, shared by
+every process, and a lone process would count them as private); the 8 envs' total is the
+sum of their PSS (shared pages counted once overall). The in-memory loader at 1M
 products needs about 5 GB per env, so its 8-env figure there is extrapolated (8 × one env's
 PSS), never run. Targets (issue 35) at 1M products: ``make`` + ``reset`` ≤ 3 s, memory per
 extra env ≤ 300 MB, 8 async envs ≤ 8 GB, search p95 ≤ 10 ms.
@@ -67,7 +68,8 @@ def _label(size: int) -> str:
 
 
 def memory_mb(pid: int | str = "self") -> dict[str, float]:
-    """RSS, PSS and USS (private pages) of a process, in MB (Linux)."""
+    """RSS, PSS and own memory (anonymous pages: what the process
+    allocated, not file pages it maps) of a process, in MB (Linux)."""
     fields: dict[str, float] = {}
     with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
         for line in rollup:
@@ -77,7 +79,7 @@ def memory_mb(pid: int | str = "self") -> dict[str, float]:
     return {
         "rss": fields["Rss"],
         "pss": fields["Pss"],
-        "uss": fields["Private_Clean"] + fields["Private_Dirty"],
+        "own": fields["Anonymous"],
     }
 
 
@@ -191,7 +193,7 @@ def many(folder: str, cache: str, loader: str, n: int = ASYNC_ENVS) -> dict[str,
     return {
         "seconds": seconds,
         "pss": sum(w["pss"] for w in workers),
-        "uss": sum(w["uss"] for w in workers) / n,
+        "own": sum(w["own"] for w in workers) / n,
     }
 
 
@@ -252,11 +254,11 @@ def measure_size(size: int, quick: bool) -> list[dict[str, Any]]:
         ),
         _row(
             f"memory of one env, {label}",
-            ours["memory"]["uss"],
-            base["memory"].get("uss"),
+            ours["memory"]["own"],
+            base["memory"].get("own"),
             "MB",
-            f"private memory (USS) after {10 if quick else 50} expert episodes (RSS "
-            f"{ours['memory']['rss']:,.0f} MB, the store's shared pages included); "
+            f"anonymous memory after {10 if quick else 50} expert episodes and 200 searches "
+            f"(RSS {ours['memory']['rss']:,.0f} MB, the store's mapped pages included); "
             + baseline_note
             + ("; target ≤ 300 MB per extra env" if at_target else ""),
         ),
@@ -266,7 +268,7 @@ def measure_size(size: int, quick: bool) -> list[dict[str, Any]]:
             theirs_many,
             "MB",
             f"sum of the workers' PSS after reset; {many_note}; ours: made and reset in "
-            f"{ours_many['seconds']:.1f} s, {ours_many['uss']:.0f} MB private per env"
+            f"{ours_many['seconds']:.1f} s, {ours_many['own']:.0f} MB own memory per env"
             + ("; target ≤ 8192 MB" if at_target else ""),
         ),
     ]

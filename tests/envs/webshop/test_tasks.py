@@ -334,7 +334,8 @@ def test_json_array_text_rejects_broken_arrays(text: str) -> None:
 @pytest.mark.parametrize("compress", [False, True])
 def test_streamed_files_decode_as_a_whole_file_does(tmp_path, monkeypatch, block, compress):
     monkeypatch.setattr(records, "BLOCK_BYTES", block)  # values and characters cut anywhere
-    array = [{"n": 1234567, "s": "caf\u00e9 \u2603 \U0001f600"}, [1.5e10, None, True], "x" * 40]
+    text = "r\u00e9sum\u00e9 \u2603 \U0001f600"  # 2-, 3- and 4-byte characters
+    array = [{"n": 1234567, "s": text}, [1.5e10, None, True], "x" * 40]
     members = {"A1": {"attributes": ["é"]}, "B2": [], "C3": 12345678901234567890}
     for name, content, kw in (("a.json", array, {}), ("o.json", members, {"members": True})):
         raw = json.dumps(content, indent=1, ensure_ascii=False).encode("utf-8")

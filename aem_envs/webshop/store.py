@@ -40,9 +40,10 @@ import numpy as np
 from aem_envs.core.io import atomic_write_json
 from aem_envs.webshop.catalog import Catalog, Goal, KeyedRecords, Product
 from aem_envs.webshop.goals import WEBSHOP_SEED, split_goals, split_ranges
+from aem_envs.webshop.jsonstream import encode_json
 from aem_envs.webshop.mapped import FolderWriter, MappedFolder, open_folder, open_or_build
 from aem_envs.webshop.products import iter_products
-from aem_envs.webshop.records import OriginalFiles, encode_json, find_original, stream_original
+from aem_envs.webshop.records import OriginalFiles, find_original, stream_original
 from aem_envs.webshop.search import IndexBuilder, store_index
 from aem_envs.webshop.tasks import catalog_hash, goal_maker, load_original
 from sandboxes.cache import aem_cache_root

@@ -19,8 +19,9 @@ from aem_envs.webshop.generate.build import (
     split_category_counts,
 )
 from aem_envs.webshop.goals import NO_PRICE_BOUND, price_bound
+from aem_envs.webshop.jsonstream import EncodedEntries
 from aem_envs.webshop.products import DUMMY_ATTRIBUTE, iter_products, parse_price
-from aem_envs.webshop.records import JsonStream, read_original, write_original
+from aem_envs.webshop.records import read_original, write_original
 from aem_envs.webshop.tasks import DATA_DIR, bundled_catalog, load_original
 
 
@@ -311,53 +312,6 @@ def test_invalid_json_names_the_file(folder: Path) -> None:
         load_original(folder)
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("[]", []),
-        (' \n[ {"a": 1} ,\n{"b": [2]} ]\n', [{"a": 1}, {"b": [2]}]),
-    ],
-)
-def test_json_array_text_decodes_elements(text: str, expected: list[object]) -> None:
-    array = JsonStream.of_text(text, "f.json", what="a list")
-    assert list(array) == expected
-    assert list(array) == expected  # iterable again
-
-
-@pytest.mark.parametrize("text", ['[{"a": 1} {"b": 2}]', '[{"a": 1}, oops]', '[{"a": 1}] x', "[1,"])
-def test_json_array_text_rejects_broken_arrays(text: str) -> None:
-    with pytest.raises(DataError, match=r"f\.json: not valid JSON"):
-        list(JsonStream.of_text(text, "f.json", what="a list"))
-
-
-@pytest.mark.parametrize("block", [1, 3, 7, 1 << 20])
-@pytest.mark.parametrize("compress", [False, True])
-def test_streamed_files_decode_as_a_whole_file_does(tmp_path, monkeypatch, block, compress):
-    monkeypatch.setattr(records, "BLOCK_BYTES", block)  # values and characters cut anywhere
-    text = "r\u00e9sum\u00e9 \u2603 \U0001f600"  # 2-, 3- and 4-byte characters
-    array = [{"n": 1234567, "s": text}, [1.5e10, None, True], "x" * 40]
-    members = {"A1": {"attributes": ["é"]}, "B2": [], "C3": 12345678901234567890}
-    for name, content, kw in (("a.json", array, {}), ("o.json", members, {"members": True})):
-        raw = json.dumps(content, indent=1, ensure_ascii=False).encode("utf-8")
-        path = tmp_path / (name + ".gz" if compress else name)
-        path.write_bytes(gzip.compress(raw) if compress else raw)
-        stream = JsonStream.of_file(path, what="x", **kw)
-        decoded = dict(stream) if kw else list(stream)
-        assert decoded == content
-        assert (dict(stream) if kw else list(stream)) == content  # iterable again
-
-
-@pytest.mark.parametrize(
-    ("text", "says"),
-    [("{", "expected a quoted key"), ('{"a" 1}', "expected ':'"), ('{"a": 1} 2', "text after")],
-)
-def test_streamed_objects_reject_broken_text(tmp_path: Path, text: str, says: str) -> None:
-    path = tmp_path / "o.json"
-    path.write_text(text)
-    with pytest.raises(DataError, match=rf"o\.json: not valid JSON \({says}"):
-        dict(JsonStream.of_file(path, members=True, what="x"))
-
-
 def test_streaming_reads_the_large_files_in_blocks(folder: Path, monkeypatch) -> None:
     whole = read_original(folder)
     read_whole = records._read_text
@@ -368,7 +322,7 @@ def test_streaming_reads_the_large_files_in_blocks(folder: Path, monkeypatch) ->
 
     monkeypatch.setattr(records, "_read_text", refuse_large)
     streamed = records.stream_original(records.find_original(folder))
-    assert isinstance(streamed.attributes, records.EncodedEntries)
+    assert isinstance(streamed.attributes, EncodedEntries)
     assert streamed.digest == whole.digest
     assert list(iter_products(streamed, random.Random(1))) == list(
         iter_products(whole, random.Random(1))

@@ -191,6 +191,10 @@ def open_or_build(
             folder = None
         if folder is not None:
             return folder
+        # Under the lock no other process builds this folder: staging folders left here
+        # were a killed build's.
+        for stale in path.parent.glob(f".{path.name}.staging-*"):
+            shutil.rmtree(stale, ignore_errors=True)
         with FolderWriter(path, kind) as out:
             out.commit(build(out))
     opened = open_folder(path, kind)

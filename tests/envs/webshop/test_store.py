@@ -188,7 +188,11 @@ def test_a_half_written_store_is_never_opened(generated, in_memory, monkeypatch)
     target = _store_of(in_memory)
     assert not target.exists()
     assert not [p for p in target.parent.iterdir() if ".staging-" in p.name]
+    killed = target.parent / f".{target.name}.staging-killed"  # a build killed outright
+    (killed / "products").parent.mkdir()
+    (killed / "products").write_bytes(b"half")
     _assert_same_catalog(store.open_catalog(generated), in_memory)
+    assert not killed.exists()
 
 
 def test_an_unwritable_cache_loads_into_memory(generated, in_memory, tmp_path, monkeypatch):

@@ -7,8 +7,10 @@ original data and our generated catalog flow through the same code.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +65,54 @@ class Goal:
     weight: float = 1.0
 
 
+_Item = TypeVar("_Item")
+
+
+class KeyedRecords(Sequence[_Item]):
+    """Records read one at a time from storage, in order and by key.
+
+    Why: the on-disk store (:mod:`~aem_envs.webshop.store`) serves a million products without
+    holding them; a :class:`Catalog` over such a sequence looks records up through
+    :attr:`by_key` instead of building a dict of them all.
+    """
+
+    @property
+    @abstractmethod
+    def by_key(self) -> Mapping[str, _Item]:
+        """The records by asin (products) or goal id (goals)."""
+
+
 @dataclass(frozen=True)
 class Catalog:
-    """Products, goals and the goal splits (goal ids per split: test / eval / train)."""
+    """Products, goals and the goal splits (goal ids per split: test / eval / train).
 
-    products: tuple[Product, ...]
-    goals: tuple[Goal, ...]
-    splits: Mapping[str, tuple[str, ...]]
-    #: Hash of the catalog's content; keys the on-disk search index cache.
+    The sequences are tuples when the catalog was loaded into memory and
+    :class:`KeyedRecords` when it is read from the on-disk store.
+    """
+
+    products: Sequence[Product]
+    goals: Sequence[Goal]
+    splits: Mapping[str, Sequence[str]]
+    #: Hash of the catalog's content; keys the on-disk store and search index.
     content_hash: str
     source: str = "bundled"
     by_asin: Mapping[str, Product] = field(init=False, repr=False, compare=False)
     goals_by_id: Mapping[str, Goal] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "by_asin", {p.asin: p for p in self.products})
-        object.__setattr__(self, "goals_by_id", {g.goal_id: g for g in self.goals})
+        products, goals = self.products, self.goals
+        by_asin: Mapping[str, Product]
+        goals_by_id: Mapping[str, Goal]
+        if isinstance(products, KeyedRecords):
+            by_asin = products.by_key
+        else:
+            by_asin = {p.asin: p for p in products}
+        if isinstance(goals, KeyedRecords):
+            goals_by_id = goals.by_key
+        else:
+            goals_by_id = {g.goal_id: g for g in goals}
+        object.__setattr__(self, "by_asin", by_asin)
+        object.__setattr__(self, "goals_by_id", goals_by_id)
 
     def split_goals(self, split: str) -> tuple[Goal, ...]:
         """The goals of one split, in split order."""

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from aem_envs.core.base import TextEnv
 from aem_envs.core.errors import AEMError
 from aem_envs.core.outcome import Outcome, Task
-from aem_envs.webshop import expert, tasks
+from aem_envs.webshop import expert, store, tasks
 from aem_envs.webshop.catalog import Catalog, Goal
 from aem_envs.webshop.nouns import NounTagger, noun_tagger_factory
 from aem_envs.webshop.site.app import Site, normalize_query
@@ -92,7 +92,10 @@ class SiteClient:
 
 
 def _load_catalog(data_dir: str | Path | None) -> Catalog:
-    return tasks.bundled_catalog() if data_dir is None else tasks.load_original(data_dir)
+    """The catalog from its on-disk store, converted on first use (:mod:`.store`)."""
+    if data_dir is None:
+        return store.open_catalog(tasks.DATA_DIR, source="bundled")
+    return store.open_catalog(data_dir)
 
 
 class WebShopEnv(TextEnv):

@@ -11,7 +11,7 @@ import bisect
 import itertools
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from aem_envs.core.errors import DataError
@@ -43,6 +43,8 @@ def price_bound(price: float, rng: random.Random) -> tuple[float, str]:
 
 #: A goal's fields before the split gives it an id.
 GoalFields = dict[str, Any]
+#: Goals from the instruction records for the products they may come from, in order.
+GoalMaker = Callable[[OriginalRecords, Sequence[Product], random.Random], list[GoalFields]]
 
 
 def _goal(product: Product, **fields: Any) -> GoalFields:
@@ -143,6 +145,17 @@ def goals_from_synthetic_instructions(
     return goals
 
 
+def split_ranges(n_goals: int) -> dict[str, range]:
+    """The positions of each split's goals among ``n_goals`` shuffled goals."""
+    ranges: dict[str, range] = {}
+    start = 0
+    for name, size in SPLIT_SIZES:
+        ranges[name] = range(min(start, n_goals), min(start + size, n_goals))
+        start += size
+    ranges["train"] = range(min(start, n_goals), n_goals)
+    return ranges
+
+
 def split_goals(
     goals: Sequence[GoalFields],
 ) -> tuple[tuple[Goal, ...], dict[str, tuple[str, ...]]]:
@@ -153,11 +166,8 @@ def split_goals(
     order = list(goals)
     random.Random(WEBSHOP_SEED).shuffle(order)
     numbered = tuple(Goal(goal_id=str(i), **fields) for i, fields in enumerate(order))
-    ids = [g.goal_id for g in numbered]
-    splits: dict[str, tuple[str, ...]] = {}
-    start = 0
-    for name, size in SPLIT_SIZES:
-        splits[name] = tuple(ids[start : start + size])
-        start += size
-    splits["train"] = tuple(ids[start:])
+    splits = {
+        name: tuple(str(i) for i in positions)
+        for name, positions in split_ranges(len(numbered)).items()
+    }
     return numbered, splits

@@ -12,7 +12,7 @@ import itertools
 import random
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -100,7 +100,7 @@ def _required_text(record: Mapping[str, Any], key: str, file: str, where: str) -
 
 
 def _reviews_by_asin(
-    reviews: Sequence[Any], file: str
+    reviews: Iterable[Any], file: str
 ) -> dict[str, tuple[float | None, tuple[dict[str, str], ...]]]:
     out: dict[str, tuple[float | None, tuple[dict[str, str], ...]]] = {}
     for i, entry in enumerate(reviews):
@@ -129,9 +129,9 @@ def _reviews_by_asin(
     return out
 
 
-def parse_products(
+def iter_products(
     records: OriginalRecords, rng: random.Random, limit: int | None = None
-) -> list[Product]:
+) -> Iterator[Product]:
     """Products as the original engine derives them, in file order, duplicates dropped.
 
     Why the shape of this loop: it runs once per product (1.18M in the original data), so
@@ -141,7 +141,6 @@ def parse_products(
     file = records.files["products"]
     attributes_file = records.files["attributes"]
     reviews = _reviews_by_asin(records.reviews, records.files.get("reviews", "reviews.json"))
-    products: list[Product] = []
     seen: set[str] = set()
     for i, raw in enumerate(itertools.islice(records.products, limit)):
         if type(raw) is not dict:
@@ -183,24 +182,21 @@ def parse_products(
             expect(attributes, list, attributes_file, f"{asin}.attributes", "a list")
         images = raw.get("images")
         rating, product_reviews = reviews.get(asin, (None, ()))
-        products.append(
-            Product(
-                asin=asin,
-                name=name,
-                category=sys.intern(category),
-                query=sys.intern(query.lower().strip()),
-                product_category=sys.intern(crumbs),
-                prices=tuple(prices),
-                price=price,
-                options=_parse_options(
-                    raw.get("customization_options"), file, f"[{i}].customization_options"
-                ),
-                attributes=tuple(sys.intern(str(a)) for a in attributes),
-                description=description,
-                bullet_points=tuple(map(str, bullets)),
-                rating=rating,
-                reviews=product_reviews,
-                main_image=images[0] if images and type(images[0]) is str else None,
-            )
+        yield Product(
+            asin=asin,
+            name=name,
+            category=sys.intern(category),
+            query=sys.intern(query.lower().strip()),
+            product_category=sys.intern(crumbs),
+            prices=tuple(prices),
+            price=price,
+            options=_parse_options(
+                raw.get("customization_options"), file, f"[{i}].customization_options"
+            ),
+            attributes=tuple(sys.intern(str(a)) for a in attributes),
+            description=description,
+            bullet_points=tuple(map(str, bullets)),
+            rating=rating,
+            reviews=product_reviews,
+            main_image=images[0] if images and type(images[0]) is str else None,
         )
-    return products

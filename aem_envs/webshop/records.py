@@ -14,16 +14,17 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aem_envs.core.errors import DataError
 from aem_envs.core.io import atomic_write_bytes
+from aem_envs.webshop.jsonstream import EncodedEntries, JsonStream, encode_json, invalid_json
 
 PRODUCTS_STEM = "items_shuffle"
+_PRODUCTS_TOP = "a list of products"
 ATTRIBUTES_STEM = "items_ins_v2"
 HUMAN_FILE = "items_human_ins"
 REVIEWS_FILE = "reviews"
@@ -48,9 +49,10 @@ class OriginalRecords:
 
     #: Product records in file order; read from a file, each is decoded when iterated.
     products: Iterable[dict[str, Any]]
-    attributes: dict[str, dict[str, Any]]
+    #: Attribute entries by asin; streamed from a file, kept encoded (:class:`EncodedEntries`).
+    attributes: Mapping[str, dict[str, Any]]
     human_instructions: dict[str, list[dict[str, Any]]]
-    reviews: list[dict[str, Any]]
+    reviews: Iterable[dict[str, Any]]
     #: Record kind → the file name it came from, for error messages.
     files: Mapping[str, str]
     #: Hash of the files' bytes (of their encoding, for records made in memory).
@@ -74,15 +76,10 @@ class OriginalRecords:
         """File stem → the bytes :func:`write_original` writes (before compression)."""
         return {
             PRODUCTS_STEM: encode_json(list(self.products)),
-            ATTRIBUTES_STEM: encode_json(self.attributes),
+            ATTRIBUTES_STEM: encode_json(dict(self.attributes)),
             HUMAN_FILE: encode_json(self.human_instructions),
-            REVIEWS_FILE: encode_json(self.reviews),
+            REVIEWS_FILE: encode_json(list(self.reviews)),
         }
-
-
-def encode_json(content: Any) -> bytes:
-    """The compact JSON encoding the writer uses (and the digest of in-memory records hashes)."""
-    return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def _file_digest(raw: bytes) -> str:
@@ -134,100 +131,126 @@ def _read_text(path: Path) -> tuple[str, str]:
         raise DataError(f"{path}: not UTF-8 text ({exc}); re-download or regenerate it") from exc
 
 
-def _invalid_json(file: str, exc: Exception) -> DataError:
-    return DataError(f"{file}: not valid JSON ({exc}); re-download or regenerate it")
-
-
 def _read_json(path: Path) -> tuple[Any, str]:
     """A file's parsed content and the digest of its bytes."""
     text, digest = _read_text(path)
     try:
         return json.loads(text), digest
     except json.JSONDecodeError as exc:
-        raise _invalid_json(str(path), exc) from exc
+        raise invalid_json(str(path), exc) from exc
 
 
-_JSON_SPACE = re.compile(r"[ \t\n\r]*")
+#: Record kind → file stem, in the order the digest hashes them.
+KINDS: dict[str, str] = {
+    "products": PRODUCTS_STEM,
+    "attributes": ATTRIBUTES_STEM,
+    "human_instructions": HUMAN_FILE,
+    "reviews": REVIEWS_FILE,
+}
+#: What an optional file that is absent counts as (in the digest too).
+_ABSENT: dict[str, Any] = {"human_instructions": {}, "reviews": []}
 
 
-def _skip_space(text: str, at: int) -> int:
-    match = _JSON_SPACE.match(text, at)
-    return match.end() if match else at
+@dataclass(frozen=True)
+class OriginalFiles:
+    """Where a WebShop data folder's files are, by record kind (optional ones may be absent)."""
 
+    folder: Path
+    paths: Mapping[str, Path]
 
-class JsonArrayText:
-    """The elements of a JSON array, decoded one at a time each time it is iterated.
+    def names(self) -> dict[str, str]:
+        """Record kind → file name, as :attr:`OriginalRecords.files` has them."""
+        return {kind: str(path) for kind, path in self.paths.items()}
 
-    Why: decoding a products file whole holds every record's dict at once — for 100k
-    products about twice the memory of the finished catalog, left fragmented afterwards.
-    Decoding element by element keeps one record alive at a time.
-    """
-
-    def __init__(self, text: str, file: str) -> None:
-        self._text = text
-        self._file = file
-
-    def __iter__(self) -> Iterator[Any]:
-        text, file = self._text, self._file
-        decoder = json.JSONDecoder()
-        at = _skip_space(text, 0)
-        if not text.startswith("[", at):
-            raise DataError(
-                f"{file}: field 'top level' should be a list of products; "
-                "the file is not in the WebShop format"
-            )
-        at = _skip_space(text, at + 1)
-        if text.startswith("]", at):
-            return
-        while True:
+    def digest(self) -> str:
+        """The digest :func:`read_original` gives, from the files read in blocks."""
+        digests = []
+        for kind in KINDS:
+            path = self.paths.get(kind)
+            if path is None:
+                digests.append(_file_digest(encode_json(_ABSENT[kind])))
+                continue
+            digest = hashlib.sha256()
             try:
-                element, at = decoder.raw_decode(text, at)
-            except json.JSONDecodeError as exc:
-                raise _invalid_json(file, exc) from exc
-            yield element
-            at = _skip_space(text, at)
-            if text.startswith(",", at):
-                at = _skip_space(text, at + 1)
-            elif text.startswith("]", at) and not text[at + 1 :].strip():
-                return
-            else:
-                raise _invalid_json(file, ValueError(f"expected ',' or ']' at character {at}"))
+                opener = gzip.open if path.suffix == ".gz" else open
+                with opener(path, "rb") as handle:
+                    for block in iter(lambda: handle.read(1 << 20), b""):
+                        digest.update(block)
+            except (OSError, EOFError) as exc:
+                raise DataError(f"{path}: cannot read the file ({exc})") from exc
+            digests.append(digest.hexdigest())
+        return _digest(digests)
+
+    def fingerprint(self) -> list[list[Any]]:
+        """Each file's path, size, inode and modification and change times: any edit,
+        replacement or touch of a file changes it."""
+        rows = []
+        for kind, path in self.paths.items():
+            stat = path.stat()
+            rows.append([kind, str(path), stat.st_size, stat.st_ino, stat.st_mtime_ns,
+                         stat.st_ctime_ns])  # fmt: skip
+        return rows
 
 
-def read_original(directory: str | Path) -> OriginalRecords:
-    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+def find_original(directory: str | Path) -> OriginalFiles:
+    """The files of a WebShop data folder; a missing folder or required file is an error."""
     folder = Path(directory).expanduser()
     if not folder.is_dir():
         raise DataError(f"{folder}: not a folder; give the folder holding items_shuffle*.json")
-    products_path = _pick(folder, PRODUCTS_STEM)
-    attributes_path = _pick(folder, ATTRIBUTES_STEM)
-    human_path = _pick(folder, HUMAN_FILE)
-    reviews_path = _pick(folder, REVIEWS_FILE)
-    if products_path is None or attributes_path is None:
-        missing = PRODUCTS_STEM if products_path is None else ATTRIBUTES_STEM
-        raise DataError(
-            f"{folder}: no {missing}*.json file; point the loader at the folder holding "
-            "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
-        )
-    files = {"products": str(products_path), "attributes": str(attributes_path)}
-    products_text, products_digest = _read_text(products_path)
-    products = JsonArrayText(products_text, files["products"])
-    attributes, attributes_digest = _read_json(attributes_path)
+    paths = {kind: _pick(folder, stem) for kind, stem in KINDS.items()}
+    for kind in ("products", "attributes"):
+        if paths[kind] is None:
+            raise DataError(
+                f"{folder}: no {KINDS[kind]}*.json file; point the loader at the folder holding "
+                "the WebShop data files (items_shuffle*.json, items_ins_v2*.json)"
+            )
+    return OriginalFiles(folder, {kind: path for kind, path in paths.items() if path is not None})
+
+
+def read_original(directory: str | Path | OriginalFiles) -> OriginalRecords:
+    """Read the JSON files of a WebShop data folder without interpreting them yet."""
+    found = directory if isinstance(directory, OriginalFiles) else find_original(directory)
+    paths = found.paths
+    files = found.names()
+    products_text, products_digest = _read_text(paths["products"])
+    products = JsonStream.of_text(products_text, files["products"], what=_PRODUCTS_TOP)
+    attributes, attributes_digest = _read_json(paths["attributes"])
     expect(attributes, dict, files["attributes"], "top level", "an object keyed by asin")
+    optional: dict[str, Any] = {kind: type(empty)() for kind, empty in _ABSENT.items()}
+    digests = [products_digest, attributes_digest]
+    for kind, shape, what in (("human_instructions", dict, "an object keyed by asin"),
+                              ("reviews", list, "a list")):  # fmt: skip
+        if kind not in paths:
+            digests.append(_file_digest(encode_json(optional[kind])))
+            continue
+        optional[kind], digest = _read_json(paths[kind])
+        expect(optional[kind], shape, files[kind], "top level", what)
+        digests.append(digest)
+    human, reviews = optional["human_instructions"], optional["reviews"]
+    return OriginalRecords(products, attributes, human, reviews, files, _digest(digests))
+
+
+def stream_original(files: OriginalFiles) -> OriginalRecords:
+    """The records of ``files`` as a stream, for converting a large catalog once.
+
+    Products are decoded one at a time each time they are iterated, the attribute entries
+    kept encoded (:class:`EncodedEntries`) and reviews streamed; no file's text is held
+    whole except the small human instructions file.
+    """
+    paths = files.paths
+    names = files.names()
+    products = JsonStream.of_file(paths["products"], what=_PRODUCTS_TOP)
+    attributes = EncodedEntries(
+        JsonStream.of_file(paths["attributes"], members=True, what="an object keyed by asin")
+    )
     human: dict[str, list[dict[str, Any]]] = {}
-    human_digest = _file_digest(encode_json(human))
-    if human_path is not None:
-        files["human_instructions"] = str(human_path)
-        human, human_digest = _read_json(human_path)
-        expect(human, dict, files["human_instructions"], "top level", "an object keyed by asin")
-    reviews: list[dict[str, Any]] = []
-    reviews_digest = _file_digest(encode_json(reviews))
-    if reviews_path is not None:
-        files["reviews"] = str(reviews_path)
-        reviews, reviews_digest = _read_json(reviews_path)
-        expect(reviews, list, files["reviews"], "top level", "a list")
-    digest = _digest([products_digest, attributes_digest, human_digest, reviews_digest])
-    return OriginalRecords(products, attributes, human, reviews, files, digest)
+    if "human_instructions" in paths:
+        human = _read_json(paths["human_instructions"])[0]
+        expect(human, dict, names["human_instructions"], "top level", "an object keyed by asin")
+    reviews: Iterable[dict[str, Any]] = []
+    if "reviews" in paths:
+        reviews = JsonStream.of_file(paths["reviews"], what="a list")
+    return OriginalRecords(products, attributes, human, reviews, names, files.digest())
 
 
 def write_original(records: OriginalRecords, directory: str | Path, *, compress: bool) -> None:

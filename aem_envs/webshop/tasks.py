@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -20,21 +21,34 @@ from aem_envs.core.errors import DataError
 from aem_envs.webshop.catalog import Catalog
 from aem_envs.webshop.goals import (
     WEBSHOP_SEED,
+    GoalMaker,
     goals_from_human_instructions,
     goals_from_synthetic_instructions,
     split_goals,
 )
-from aem_envs.webshop.products import parse_products
+from aem_envs.webshop.products import iter_products
 from aem_envs.webshop.records import OriginalRecords, read_original
 
 DATA_DIR = Path(__file__).with_name("data")
 
 
-def catalog_hash(records: OriginalRecords, **parameters: Any) -> str:
-    """A hash of the records' content and the loading parameters (not of file names)."""
-    digest = hashlib.sha256(records.digest.encode("ascii"))
+def catalog_hash(files_digest: str, **parameters: Any) -> str:
+    """A hash of the files' content (:attr:`OriginalRecords.digest`) and the loading
+    parameters (not of file names)."""
+    digest = hashlib.sha256(files_digest.encode("ascii"))
     digest.update(json.dumps(parameters, sort_keys=True).encode("utf-8"))
     return digest.hexdigest()[:16]
+
+
+def goal_maker(files: Mapping[str, str], *, human_goals: bool) -> GoalMaker:
+    """The goal maker for ``human_goals``; an error, before any work, when the human
+    instructions it needs are not among ``files`` (record kind → file)."""
+    if human_goals and "human_instructions" not in files:
+        raise DataError(
+            f"{Path(files['products']).parent}: human goals need items_human_ins.json; "
+            "add it or pass human_goals=False for the synthetic instructions"
+        )
+    return goals_from_human_instructions if human_goals else goals_from_synthetic_instructions
 
 
 def build_catalog(
@@ -50,21 +64,16 @@ def build_catalog(
     ``seed`` drives the price draws for ranges and the price bounds of goals;
     ``num_products`` keeps only the first products (the files are pre-shuffled).
     """
+    maker = goal_maker(records.files, human_goals=human_goals)
     rng = random.Random(seed)
-    products = parse_products(records, rng, limit=num_products)
-    if human_goals and "human_instructions" not in records.files:
-        raise DataError(
-            f"{Path(records.files['products']).parent}: human goals need items_human_ins.json; "
-            "add it or pass human_goals=False for the synthetic instructions"
-        )
-    maker = goals_from_human_instructions if human_goals else goals_from_synthetic_instructions
+    products = tuple(iter_products(records, rng, limit=num_products))
     goals, splits = split_goals(maker(records, products, rng))
     return Catalog(
-        products=tuple(products),
+        products=products,
         goals=goals,
         splits=splits,
         content_hash=catalog_hash(
-            records, human_goals=human_goals, seed=seed, num_products=num_products
+            records.digest, human_goals=human_goals, seed=seed, num_products=num_products
         ),
         source=source,
     )

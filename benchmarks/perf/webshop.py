@@ -67,12 +67,12 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _percentiles(seconds: Sequence[float]) -> tuple[float, float]:
+def percentiles(seconds: Sequence[float]) -> tuple[float, float]:
     values = np.asarray(seconds) * 1000
     return float(np.percentile(values, 50)), float(np.percentile(values, 95))
 
 
-class _Clock:
+class Clock:
     """Wall and CPU seconds per call: on a shared machine wall time includes waiting for a
     core, so the CPU time tells what the code itself costs."""
 
@@ -88,16 +88,16 @@ class _Clock:
         return result
 
 
-def _timed(calls: Sequence[Callable[[], Any]]) -> _Clock:
-    clock = _Clock()
+def timed(calls: Sequence[Callable[[], Any]]) -> Clock:
+    clock = Clock()
     for call in calls:
         clock.time(call)
     return clock
 
 
-def _expert_steps(env: Any, goal_ids: Sequence[str], split: str) -> _Clock:
+def expert_steps(env: Any, goal_ids: Sequence[str], split: str) -> Clock:
     """Times of ``env.step`` over expert episodes (the expert's planning is not timed)."""
-    clock = _Clock()
+    clock = Clock()
     for goal_id in goal_ids:
         env.reset(options={"split": split, "task_id": goal_id})
         for _ in range(env.max_steps):
@@ -140,17 +140,17 @@ def measure_size(size: int, quick: bool) -> dict[str, Any]:
     split = "test"
     goal_ids = list(env.task_ids(split))[: 10 if quick else 50]
     env.site.engine  # noqa: B018 - load (or build and cache) the index before timing
-    steps = _expert_steps(env, goal_ids, split)
+    steps = expert_steps(env, goal_ids, split)
     queries = [catalog.goals_by_id[g].instruction for g in env.task_ids(split)[:200]]
-    searches = _timed([functools.partial(env.site.engine.search, q) for q in queries])
+    searches = timed([functools.partial(env.site.engine.search, q) for q in queries])
     gc.collect()
     rss = _rss_mb()
 
     got: dict[str, Any] = {
-        "step": _percentiles(steps.wall),
-        "step_cpu": _percentiles(steps.cpu),
-        "search": _percentiles(searches.wall),
-        "search_cpu": _percentiles(searches.cpu),
+        "step": percentiles(steps.wall),
+        "step_cpu": percentiles(steps.cpu),
+        "search": percentiles(searches.wall),
+        "search_cpu": percentiles(searches.cpu),
         "rss_mb": rss,
         "naive_step": (None, None),
         "naive_search": (None, None),
@@ -159,11 +159,11 @@ def measure_size(size: int, quick: bool) -> dict[str, Any]:
         return got
     naive = NaiveEngine(catalog)
     few = 3 if quick else 10
-    naive_searches = _timed([functools.partial(naive.search, q) for q in queries[:few]])
+    naive_searches = timed([functools.partial(naive.search, q) for q in queries[:few]])
     env.site._engine = naive  # type: ignore[assignment]  # the same site on the naive engine
-    naive_steps = _expert_steps(env, goal_ids[: max(1, few // 3)], split)
-    got["naive_step"] = _percentiles(naive_steps.wall)
-    got["naive_search"] = _percentiles(naive_searches.wall)
+    naive_steps = expert_steps(env, goal_ids[: max(1, few // 3)], split)
+    got["naive_step"] = percentiles(naive_steps.wall)
+    got["naive_search"] = percentiles(naive_searches.wall)
     return got
 
 
@@ -174,13 +174,13 @@ def measure_browser(quick: bool) -> dict[str, Any]:
     try:
         goal_ids = list(env.task_ids("test"))[: 2 if quick else 6]
         env.reset(options={"split": "test", "task_id": goal_ids[0]})  # start the browser
-        steps = _expert_steps(env, goal_ids, "test")
+        steps = expert_steps(env, goal_ids, "test")
     finally:
         env.close()
-    return {"step": _percentiles(steps.wall), "step_cpu": _percentiles(steps.cpu)}
+    return {"step": percentiles(steps.wall), "step_cpu": percentiles(steps.cpu)}
 
 
-def _in_subprocess(function: Callable[..., Any], *args: Any) -> Any:
+def in_subprocess(function: Callable[..., Any], *args: Any) -> Any:
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         return pool.submit(function, *args).result()
@@ -193,8 +193,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     """Rows for ``aem bench perf``; ``quick`` runs the 10k catalog and fewer episodes."""
     rows: list[dict[str, Any]] = []
     for size in SIZES[:1] if quick else SIZES:
-        _in_subprocess(prepare, size)
-        got = _in_subprocess(measure_size, size, quick)
+        in_subprocess(prepare, size)
+        got = in_subprocess(measure_size, size, quick)
         label = f"{size // 1000}k products"
         baseline_note = "baseline: rank-bm25 search in the same site"
         if got["naive_search"][0] is None:
@@ -209,7 +209,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
                 )
         rss_note = "text env with its catalog and index loaded; target ≤ 1024 MB at 100k"
         rows.append(_row(f"RSS, {label}", got["rss_mb"], None, "MB", rss_note))
-    browser = _in_subprocess(measure_browser, quick)
+    browser = in_subprocess(measure_browser, quick)
     for i, pct in enumerate(("p50", "p95")):
         note = (
             "headless Chromium via Selenium, page load included; this process's CPU "

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from aem_envs.core.errors import DataError
+from aem_envs.webshop import records
 from aem_envs.webshop.env import WebShopEnv
 from aem_envs.webshop.generate.build import (
     generate_catalog,
@@ -18,8 +19,9 @@ from aem_envs.webshop.generate.build import (
     split_category_counts,
 )
 from aem_envs.webshop.goals import NO_PRICE_BOUND, price_bound
-from aem_envs.webshop.products import DUMMY_ATTRIBUTE, parse_price
-from aem_envs.webshop.records import JsonArrayText, read_original, write_original
+from aem_envs.webshop.jsonstream import EncodedEntries
+from aem_envs.webshop.products import DUMMY_ATTRIBUTE, iter_products, parse_price
+from aem_envs.webshop.records import read_original, write_original
 from aem_envs.webshop.tasks import DATA_DIR, bundled_catalog, load_original
 
 
@@ -310,23 +312,21 @@ def test_invalid_json_names_the_file(folder: Path) -> None:
         load_original(folder)
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("[]", []),
-        (' \n[ {"a": 1} ,\n{"b": [2]} ]\n', [{"a": 1}, {"b": [2]}]),
-    ],
-)
-def test_json_array_text_decodes_elements(text: str, expected: list[object]) -> None:
-    array = JsonArrayText(text, "f.json")
-    assert list(array) == expected
-    assert list(array) == expected  # iterable again
+def test_streaming_reads_the_large_files_in_blocks(folder: Path, monkeypatch) -> None:
+    whole = read_original(folder)
+    read_whole = records._read_text
 
+    def refuse_large(path: Path) -> tuple[str, str]:
+        assert not path.name.startswith(("items_shuffle", "items_ins")), f"{path} read whole"
+        return read_whole(path)
 
-@pytest.mark.parametrize("text", ['[{"a": 1} {"b": 2}]', '[{"a": 1}, oops]', '[{"a": 1}] x', "[1,"])
-def test_json_array_text_rejects_broken_arrays(text: str) -> None:
-    with pytest.raises(DataError, match=r"f\.json: not valid JSON"):
-        list(JsonArrayText(text, "f.json"))
+    monkeypatch.setattr(records, "_read_text", refuse_large)
+    streamed = records.stream_original(records.find_original(folder))
+    assert isinstance(streamed.attributes, EncodedEntries)
+    assert streamed.digest == whole.digest
+    assert list(iter_products(streamed, random.Random(1))) == list(
+        iter_products(whole, random.Random(1))
+    )
 
 
 def test_wrong_top_level_names_the_file(folder: Path) -> None:

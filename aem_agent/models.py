@@ -124,7 +124,9 @@ def small_init_checkpoint(cache_dir: Path | None = None) -> Path:
         small.build_small_start(out)
         (out / MARKER).write_text(recipe + "\n", encoding="utf-8")
 
-    return _build_once(target, build, "building the small agent's start (tokenizer, random weights)")
+    return _build_once(
+        target, build, "building the small agent's start (tokenizer, random weights)"
+    )
 
 
 #: The bundled models by the names ``--model`` and ``--policy`` take.

@@ -36,10 +36,11 @@ if TYPE_CHECKING:
 
 BENCHMARK = "agent models"
 ENV_ID = "aem/ALFWorld-v0"
-#: The models measured: (row label, bundled name, trained with LoRA as ``aem train`` does).
-MODELS: tuple[tuple[str, str, bool], ...] = (
-    ("small agent", "aem-small-init", False),
-    ("SmolLM2-135M", "smollm2", True),
+#: The models measured: (row label, bundled name, trained with LoRA as ``aem train`` does,
+#: measured under bfloat16 autocast too).
+MODELS: tuple[tuple[str, str, bool, bool], ...] = (
+    ("small agent", "aem-small-init", False, True),
+    ("SmolLM2-135M", "smollm2", True, False),
 )
 #: The small agent's prompt layout, which both models are measured in.
 LAYOUT: dict[str, Any] = {
@@ -195,7 +196,11 @@ def training_rate(
     return tokens / seconds, forward * (2 if lora else 3) / seconds
 
 
-def model_rows(label: str, name: str, *, lora: bool, peak: float) -> list[dict[str, Any]]:
+def model_rows(
+    label: str, name: str, *, lora: bool, peak: float, bf16_peak: float | None = None
+) -> list[dict[str, Any]]:
+    """Sampling and training rows of one model; with ``bf16_peak``, the same under bfloat16
+    autocast (``bf16: true`` of ``aem train``) against the bfloat16 matmul rate."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -203,7 +208,7 @@ def model_rows(label: str, name: str, *, lora: bool, peak: float) -> list[dict[s
 
     directory = resolve_model(name)
     tokenizer = AutoTokenizer.from_pretrained(directory)
-    model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
+    model: Any = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32)
     params = sum(p.numel() for p in model.parameters())
     turns = expert_turns(tokenizer, BATCH)
     contexts = [c for c, _ in turns]
@@ -212,6 +217,9 @@ def model_rows(label: str, name: str, *, lora: bool, peak: float) -> list[dict[s
     model.eval()
     with torch.no_grad():
         sampled, sample_flops = sampling_rate(model, tokenizer, contexts)
+        if bf16_peak is not None:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                sampled_bf16, sample_flops_bf16 = sampling_rate(model, tokenizer, contexts)
     if lora:
         from peft import LoraConfig, get_peft_model
 
@@ -220,12 +228,15 @@ def model_rows(label: str, name: str, *, lora: bool, peak: float) -> list[dict[s
             LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"),
         )
     trained, train_flops = training_rate(model, turns, lora=lora)
+    if bf16_peak is not None:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            trained_bf16, train_flops_bf16 = training_rate(model, turns, lora=lora)
     setting = (
         f"{label} ({params / 1e6:.1f}M parameters), 1 thread, float32, {BATCH} train-split "
         f"ALFWorld contexts of {context_tokens:.0f} tokens on average (compact prompt), an "
         f"expert action {reply_tokens:.1f} tokens with its end of turn"
     )
-    return [
+    rows = [
         perf_row(
             BENCHMARK,
             f"{label}: sampled tokens/s",
@@ -272,6 +283,31 @@ def model_rows(label: str, name: str, *, lora: bool, peak: float) -> list[dict[s
             digits=2,
         ),
     ]
+    if bf16_peak is not None:
+        autocast = "bfloat16 autocast (bf16: true); ratio = speed-up over float32; MFU against "
+        rows += [
+            perf_row(
+                BENCHMARK,
+                f"{label}: sampled tokens/s, bf16",
+                sampled_bf16,
+                sampled,
+                "tokens/s",
+                f"{autocast}the bfloat16 matmul rate: {sample_flops_bf16 / bf16_peak:.2f}",
+                ratio=sampled_bf16 / sampled,
+                digits=1,
+            ),
+            perf_row(
+                BENCHMARK,
+                f"{label}: trained tokens/s, bf16",
+                trained_bf16,
+                trained,
+                "tokens/s",
+                f"{autocast}the bfloat16 matmul rate: {train_flops_bf16 / bf16_peak:.2f}",
+                ratio=trained_bf16 / trained,
+                digits=1,
+            ),
+        ]
+    return rows
 
 
 def step_rows(*, quick: bool) -> list[dict[str, Any]]:
@@ -364,9 +400,11 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
             digits=1,
         ),
     ]
-    for label, name, lora in MODELS:
+    for label, name, lora, autocast in MODELS:
         try:
-            rows += model_rows(label, name, lora=lora, peak=fp32)
+            rows += model_rows(
+                label, name, lora=lora, peak=fp32, bf16_peak=bf16 if autocast else None
+            )
         except MissingDependencyError as exc:
             rows.append(
                 perf_row(

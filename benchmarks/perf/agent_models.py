@@ -1,6 +1,6 @@
 """How fast the agent models sample and train on one CPU core, against that core's matmul rate.
 
-Rows, each beside the peak it is measured against in the same run:
+Rows, each beside the peak it is measured against in the same minutes:
 
 * ``matmul rate``: one thread multiplying 1024 × 1024 matrices, float32 and bfloat16 — the
   ceiling every other row is a share of (model-FLOP utilisation, MFU);
@@ -8,7 +8,8 @@ Rows, each beside the peak it is measured against in the same run:
   rollout's own sampler (:func:`aem_agent.generators.model_generator`, i.e. HF ``generate``)
   on a batch of real ALFWorld step-layout contexts, and trained tokens/s of a forward and
   backward over the same rows (reply positions scored, as the trainer scores them), each with
-  the model FLOPs it achieved as a share of the float32 matmul rate;
+  the model FLOPs it achieved as a share of the matmul rate measured just before and after it
+  (:func:`beside_peak`); the small agent also under bfloat16 autocast;
 * where a GRPO step of the small agent goes: sampling, the envs, and the update, from a real
   ``aem train`` step (:func:`benchmarks.perf.train_step.one_step`).
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -196,10 +197,22 @@ def training_rate(
     return tokens / seconds, forward * (2 if lora else 3) / seconds
 
 
-def model_rows(
-    label: str, name: str, *, lora: bool, peak: float, bf16_peak: float | None = None
-) -> list[dict[str, Any]]:
-    """Sampling and training rows of one model; with ``bf16_peak``, the same under bfloat16
+def beside_peak(
+    measure: Callable[[], tuple[float, float]], dtype: torch.dtype
+) -> tuple[float, float, float]:
+    """``measure()``'s (rate, model FLOP/s) and the ``dtype`` matmul rate of the same core
+    taken just before and just after it, averaged.
+
+    Why beside each measurement: on shared cores the rate a core gives moves from one minute
+    to the next, so a utilisation is only meaningful against the peak of the same minutes.
+    """
+    before = matmul_rate(dtype, seconds=0.5)
+    rate, flops = measure()
+    return rate, flops, (before + matmul_rate(dtype, seconds=0.5)) / 2
+
+
+def model_rows(label: str, name: str, *, lora: bool, bf16: bool) -> list[dict[str, Any]]:
+    """Sampling and training rows of one model; with ``bf16``, the same under bfloat16
     autocast (``bf16: true`` of ``aem train``) against the bfloat16 matmul rate."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -215,11 +228,16 @@ def model_rows(
     context_tokens = sum(map(len, contexts)) / len(contexts)
     reply_tokens = sum(len(r) for _, r in turns) / len(turns)
     model.eval()
+    fp32, half = torch.float32, torch.bfloat16
     with torch.no_grad():
-        sampled, sample_flops = sampling_rate(model, tokenizer, contexts)
-        if bf16_peak is not None:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                sampled_bf16, sample_flops_bf16 = sampling_rate(model, tokenizer, contexts)
+        sampled, sample_flops, sample_peak = beside_peak(
+            lambda: sampling_rate(model, tokenizer, contexts), fp32
+        )
+        if bf16:
+            with torch.autocast("cpu", dtype=half):
+                sampled_bf16, sample_flops_bf16, sample_peak_bf16 = beside_peak(
+                    lambda: sampling_rate(model, tokenizer, contexts), half
+                )
     if lora:
         from peft import LoraConfig, get_peft_model
 
@@ -227,10 +245,14 @@ def model_rows(
             model,
             LoraConfig(r=16, lora_alpha=32, target_modules="all-linear", task_type="CAUSAL_LM"),
         )
-    trained, train_flops = training_rate(model, turns, lora=lora)
-    if bf16_peak is not None:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            trained_bf16, train_flops_bf16 = training_rate(model, turns, lora=lora)
+    trained, train_flops, train_peak = beside_peak(
+        lambda: training_rate(model, turns, lora=lora), fp32
+    )
+    if bf16:
+        with torch.autocast("cpu", dtype=half):
+            trained_bf16, train_flops_bf16, train_peak_bf16 = beside_peak(
+                lambda: training_rate(model, turns, lora=lora), half
+            )
     setting = (
         f"{label} ({params / 1e6:.1f}M parameters), 1 thread, float32, {BATCH} train-split "
         f"ALFWorld contexts of {context_tokens:.0f} tokens on average (compact prompt), an "
@@ -251,11 +273,11 @@ def model_rows(
             BENCHMARK,
             f"{label}: sampling MFU",
             sample_flops / 1e9,
-            peak / 1e9,
+            sample_peak / 1e9,
             "GFLOP/s",
             "model FLOPs of that sampling (prefill and decode) against the float32 matmul "
-            "rate; ratio = MFU",
-            ratio=sample_flops / peak,
+            "rate measured just before and after it; ratio = MFU",
+            ratio=sample_flops / sample_peak,
             digits=2,
         ),
         perf_row(
@@ -276,14 +298,15 @@ def model_rows(
             BENCHMARK,
             f"{label}: training MFU",
             train_flops / 1e9,
-            peak / 1e9,
+            train_peak / 1e9,
             "GFLOP/s",
-            "model FLOPs of that update against the float32 matmul rate; ratio = MFU",
-            ratio=train_flops / peak,
+            "model FLOPs of that update against the float32 matmul rate measured just before "
+            "and after it; ratio = MFU",
+            ratio=train_flops / train_peak,
             digits=2,
         ),
     ]
-    if bf16_peak is not None:
+    if bf16:
         autocast = "bfloat16 autocast (bf16: true); ratio = speed-up over float32; MFU against "
         rows += [
             perf_row(
@@ -292,7 +315,7 @@ def model_rows(
                 sampled_bf16,
                 sampled,
                 "tokens/s",
-                f"{autocast}the bfloat16 matmul rate: {sample_flops_bf16 / bf16_peak:.2f}",
+                f"{autocast}the bfloat16 matmul rate: {sample_flops_bf16 / sample_peak_bf16:.2f}",
                 ratio=sampled_bf16 / sampled,
                 digits=1,
             ),
@@ -302,7 +325,7 @@ def model_rows(
                 trained_bf16,
                 trained,
                 "tokens/s",
-                f"{autocast}the bfloat16 matmul rate: {train_flops_bf16 / bf16_peak:.2f}",
+                f"{autocast}the bfloat16 matmul rate: {train_flops_bf16 / train_peak_bf16:.2f}",
                 ratio=trained_bf16 / trained,
                 digits=1,
             ),
@@ -402,9 +425,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     ]
     for label, name, lora, autocast in MODELS:
         try:
-            rows += model_rows(
-                label, name, lora=lora, peak=fp32, bf16_peak=bf16 if autocast else None
-            )
+            rows += model_rows(label, name, lora=lora, bf16=autocast)
         except MissingDependencyError as exc:
             rows.append(
                 perf_row(

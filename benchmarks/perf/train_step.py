@@ -168,7 +168,7 @@ def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
 
 
 def run_child(
-    settings: dict[str, Any], *, trl_head: bool = False, model: str = "smollm2", name: str = "the"
+    settings: dict[str, Any], *, trl_head: bool = False, model: str = "smollm2", name: str = "a"
 ) -> dict[str, float]:
     """:func:`one_step` in a fresh process with one OpenMP thread (its own peak RSS)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

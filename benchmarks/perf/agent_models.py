@@ -51,6 +51,8 @@ LAYOUT: dict[str, Any] = {
 }
 #: Contexts sampled or trained together (one step's active episodes at a time).
 BATCH = 16
+#: Rows per training forward: SmolLM2's activations for all 16 rows at once took 13 GB.
+TRAIN_ROWS = 4
 #: New tokens per sampled reply (an ALFWorld action is 6-9 tokens of the small agent's).
 NEW_TOKENS = 8
 #: The small agent's GRPO step measured: groups × episodes per group × turns per episode.
@@ -164,7 +166,8 @@ def training_rate(
     model: Any, rows: list[tuple[list[int], list[int]]], *, lora: bool
 ) -> tuple[float, float]:
     """(trained tokens/s, model FLOP/s) of a forward and backward over ``rows`` (context +
-    reply, the reply positions scored), as one padded batch."""
+    reply, the reply positions scored), padded to one width, :data:`TRAIN_ROWS` rows per
+    forward with the gradients accumulated."""
     import torch
 
     pad = model.config.pad_token_id or 0
@@ -176,14 +179,17 @@ def training_rate(
         ids[row, : len(context) + len(reply)] = torch.tensor([*context, *reply])
         attention[row, : len(context) + len(reply)] = 1
         scored[row, len(context) - 1 : len(context) + len(reply) - 1] = True  # predict the reply
-    targets = torch.roll(ids, -1, dims=1)[scored]
+    targets = torch.roll(ids, -1, dims=1)
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     model.train()
 
     def step() -> None:
-        hidden = base.model(input_ids=ids, attention_mask=attention).last_hidden_state
-        logits = base.lm_head(hidden[scored])
-        torch.nn.functional.cross_entropy(logits.float(), targets).backward()
+        for first in range(0, len(rows), TRAIN_ROWS):
+            chunk = slice(first, first + TRAIN_ROWS)
+            hidden = base.model(input_ids=ids[chunk], attention_mask=attention[chunk])
+            logits = base.lm_head(hidden.last_hidden_state[scored[chunk]])
+            loss = torch.nn.functional.cross_entropy(logits.float(), targets[chunk][scored[chunk]])
+            loss.backward()
         model.zero_grad(set_to_none=True)
 
     step()  # warm-up

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import pytest
@@ -70,7 +71,7 @@ def test_the_bundled_start_builds_once_named_by_its_recipe(
 def _instructions(split: str) -> set[str]:
     env = gym.make(resolve_env_id(small.SMALL_ENV_ID))
     try:
-        ids = env.unwrapped.task_ids(split)
+        ids = env.get_wrapper_attr("task_ids")(split)
         texts = set()
         for task_id in ids:
             _, info = env.reset(options={"split": split, "task_id": task_id})
@@ -99,7 +100,7 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
         corpus,
         architecture={**NARROW, "hidden_size": 64, "intermediate_size": 128, "num_layers": 2},
     )
-    layout = {
+    layout: dict[str, Any] = {
         "reply_prefix": "<action>",
         "history_window": 0,
         "max_turns": 2,
@@ -128,7 +129,7 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
 
 
 def _heldout(
-    model_dir: Path, env_id: str, env_kwargs: dict, layout: dict[str, object]
+    model_dir: Path, env_id: str, env_kwargs: dict[str, Any], layout: dict[str, Any]
 ) -> tuple[float, float]:
     """Greedy success and valid-action rate on 48 tasks of the env's held-out (test) split."""
     import torch
@@ -145,10 +146,10 @@ def _heldout(
         env_kwargs=env_kwargs,
         workers=1,
         max_turn_tokens=4,
-        reply_prefix=str(layout["reply_prefix"]),
-        history_window=int(layout["history_window"]),  # type: ignore[call-overload]
-        max_turns=int(layout["max_turns"]),  # type: ignore[call-overload]
-        prompt_style=layout["prompt_style"],  # type: ignore[arg-type]
+        reply_prefix=layout["reply_prefix"],
+        history_window=layout["history_window"],
+        max_turns=layout["max_turns"],
+        prompt_style=layout["prompt_style"],
     )
     greedy = GenerationConfig(
         do_sample=False, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id

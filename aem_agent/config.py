@@ -112,8 +112,8 @@ class AEMConfig(GRPOConfig, PromptSettings):
             The episodes are the same either way.
         reply_prefix (`str` or `None`, *optional*, defaults to `None`):
             Text pre-filled at the start of every reply; its tokens end the model's context
-            and it is put back in front of the reply before parsing. `"<action>"` gets very
-            small models (SmolLM2-135M) to answer with actions.
+            and it is put back in front of the reply before parsing. The reply format's
+            opening action tag gets very small models (SmolLM2-135M) to answer with actions.
         step_token_budget (`int`, *optional*, defaults to `16384`):
             Most tokens (rows × padded length) in one no-grad forward over step rows (old
             policy, reference): step rows are micro-batched by this budget, in the same number

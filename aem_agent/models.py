@@ -102,10 +102,38 @@ def reference_checkpoint(cache_dir: Path | None = None) -> Path:
     )
 
 
+def small_init_checkpoint(cache_dir: Path | None = None) -> Path:
+    """The small agent's untrained start (``aem-small-init``): a tokenizer learnt from the
+    bundled ALFWorld train split and a random model of a few million parameters, built on
+    first use (seconds) by :func:`aem_agent.small.build_small_start`; ``aem sft --model
+    aem-small-init --full`` trains it. The directory is named by the architecture and corpus
+    settings, so a release that changes them never reuses an old build."""
+    from aem_agent import small
+
+    recipe = json.dumps(
+        [small.SMALL_ARCHITECTURE, small.SMALL_PROMPT, small.CORPUS_EPISODES,
+         small.CORPUS_MAX_TURNS, small.CORPUS_EXPLORE],
+        sort_keys=True,
+    )  # fmt: skip
+    digest = hashlib.sha256(recipe.encode()).hexdigest()[:12]
+    target = _models_dir(cache_dir) / f"aem-small-init-{digest}"
+    if (target / MARKER).is_file():
+        return target
+
+    def build(out: Path) -> None:
+        small.build_small_start(out)
+        (out / MARKER).write_text(recipe + "\n", encoding="utf-8")
+
+    return _build_once(
+        target, build, "building the small agent's start (tokenizer, random weights)"
+    )
+
+
 #: The bundled models by the names ``--model`` and ``--policy`` take.
 BUNDLED_MODELS: dict[str, Callable[[], Path]] = {
     "smollm2": smollm2_checkpoint,
     "aem-ref": reference_checkpoint,
+    "aem-small-init": small_init_checkpoint,
 }
 
 

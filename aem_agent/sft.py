@@ -76,7 +76,7 @@ class SFTSettings(PromptSettings):
     learning_rate: float = 2e-4
     layout: Layout = "step"
     system_prompt: str | None = None
-    #: ``None``: replies are ``<action>…</action>`` only; else a fixed ``<think>`` text first.
+    #: ``None``: replies are the action block only; else a fixed ``<think>`` text first.
     think: str | None = None
     #: Share of turns on which a random admissible action is played instead of the expert's
     #: (the turn is still labelled with the expert's action): see :func:`explorer`.

@@ -2,7 +2,7 @@
 
 Examples::
 
-    aem sft aem/ALFWorld-v0 --episodes 200 --reply-prefix "<action>" --output-dir runs/sft
+    aem sft aem/ALFWorld-v0 --episodes 200 --output-dir runs/sft
     aem sft aem/WebShop-v0 --model runs/sft --full --epochs 1 --output-dir runs/sft-ws
     aem sft aem/ALFWorld-v0 --output-dir runs/sft --resume   # continue a killed run
 
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from aem_cli.arguments import non_negative_int, positive_float, positive_int
 from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.run_flags import add_run_flags
+from aem_envs.reply import REPLY_FORMAT
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
     from aem_agent.sft import SFTSettings
@@ -74,7 +75,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--reply-prefix",
         default=defaults.reply_prefix,
-        help='text pre-filled at the start of every reply, e.g. "<action>"',
+        help=f"text pre-filled at the start of every reply, e.g. {REPLY_FORMAT.action_open!r}",
     )
     parser.add_argument(
         "--explore",

@@ -82,13 +82,17 @@ QUICK_TURNS = 2
 _CHILD = (
     "import json, sys\n"
     "from benchmarks.perf.train_step import one_step\n"
-    "result = one_step(json.loads(sys.argv[1]), trl_head=sys.argv[2] == 'trl-head')\n"
+    "result = one_step(json.loads(sys.argv[1]), trl_head=sys.argv[2] == 'trl-head', "
+    "model=sys.argv[3])\n"
     "print('AEM-PERF ' + json.dumps(result))\n"
 )
 
 
-def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, float]:
-    """Build the trainer for ``settings`` and time one training step (call in a child);
+def one_step(
+    settings: dict[str, Any], *, trl_head: bool = False, model: str = "smollm2"
+) -> dict[str, float]:
+    """Build the trainer for ``settings`` on ``model`` (a bundled name or a checkpoint) and
+    time one training step (call in a child), the rollout's sampling calls apart;
     ``trl_head``: score every position in the LM head, as TRL does off Triton."""
     import contextlib
     import resource
@@ -96,9 +100,9 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
 
     import torch
 
+    from aem_agent import rollout as rollout_module
     from aem_agent import trl_private
-    from aem_agent.models import smollm2_checkpoint
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.train import build_config, build_trainer, resolve_model
 
     torch.set_num_threads(1)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -109,10 +113,24 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
             yield
 
         trl_private.reply_positions_only = every_position
+    played = {"seconds": 0.0, "generate_s": 0.0, "turns": 0, "rows_tokens": 0}
+    sampler = rollout_module.trainer_generator
+
+    def timed_sampler(*args: Any, **kwargs: Any) -> Any:
+        generate = sampler(*args, **kwargs)
+
+        def timed(contexts: list[list[int]]) -> Any:
+            tic = time.perf_counter()
+            replies = generate(contexts)
+            played["generate_s"] += time.perf_counter() - tic
+            return replies
+
+        return timed
+
+    rollout_module.trainer_generator = timed_sampler  # this child process only
     config, _ = build_config(settings)
-    trainer = build_trainer(config, smollm2_checkpoint())
+    trainer = build_trainer(config, resolve_model(model))
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
-    played = {"seconds": 0.0, "turns": 0, "rows_tokens": 0}
     play = rollout.play
 
     def timed_play(*args: Any, **kwargs: Any) -> Any:
@@ -135,6 +153,7 @@ def one_step(settings: dict[str, Any], *, trl_head: bool = False) -> dict[str, f
         "wall_s": wall,
         "cpu_s": cpu,
         "rollout_s": played["seconds"],
+        "generate_s": played["generate_s"],
         "update_s": wall - played["seconds"],
         "turns": played["turns"],
         "mean_row_tokens": played["rows_tokens"] / max(played["turns"], 1),
@@ -146,6 +165,13 @@ def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
     settings = {**COMMON, **CONFIGS[name], "output_dir": os.path.join(output_dir, name)}
     if quick:
         settings["max_turns"] = QUICK_TURNS
+    return run_child(settings, trl_head=name in TRL_HEAD, name=name)
+
+
+def run_child(
+    settings: dict[str, Any], *, trl_head: bool = False, model: str = "smollm2", name: str = "a"
+) -> dict[str, float]:
+    """:func:`one_step` in a fresh process with one OpenMP thread (its own peak RSS)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [
@@ -153,7 +179,8 @@ def _run_child(name: str, output_dir: str, *, quick: bool) -> dict[str, float]:
             "-c",
             _CHILD,
             json.dumps(settings),
-            "trl-head" if name in TRL_HEAD else "ours",
+            "trl-head" if trl_head else "ours",
+            model,
         ],
         capture_output=True,
         text=True,

@@ -27,13 +27,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 from trl import GRPOTrainer
 
 from aem_agent import steps
-from aem_agent.aem import alpha_stats, apply_alpha, group_alpha, unit_index, unit_mean_entropy
+from aem_agent.aem import (
+    Units,
+    alpha_stats,
+    apply_alpha,
+    group_alpha,
+    scope_keys,
+    unit_index,
+    unit_mean_entropy,
+    unit_surprisal,
+)
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.head import reply_positions_only
 from aem_agent.step_layout import (
@@ -47,8 +57,25 @@ if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
     from transformers import PreTrainedModel
 
-#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
+#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
+#: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
+
+
+@dataclass(frozen=True)
+class AEMRecord:
+    """What the last batch's AEM computed per unit (this process's units), kept so that the
+    mechanism can be measured from outside (``benchmarks/learning/drift.py``): the units, their
+    H̄, α, the base advantage A, the per-token surprisal S̄ of the sampled response (when the
+    sampler's log-probs are known) and the batch that was trained on."""
+
+    units: Units
+    hbar: torch.Tensor
+    valid: torch.Tensor
+    alpha: torch.Tensor
+    advantage: torch.Tensor
+    surprisal: torch.Tensor | None
+    batch: dict[str, Any]
 
 
 class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
@@ -120,6 +147,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         )
         self._aem_capture = False
         self._aem_captured: torch.Tensor | None = None
+        self.aem_record: AEMRecord | None = None
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
         if layout != self.args.rollout_layout:
             raise ConfigError(
@@ -168,18 +196,20 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         # TRL merges the rollout's extra keys into ``inputs`` inside the call above.
         mode = "train" if self.model.training else "eval"
         self._log_episodes(inputs, mode)
-        share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
-        self._metrics[mode]["aem/positive_advantage_share"].append(share)
         want_entropy = self.args.aem_active
         if step_layout and inputs and "steps" in inputs[0]:
             out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
             view = self._step_view(rows, len(inputs))
+            view["logprobs"] = rows.logprobs
         else:
             entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
             view = self._trajectory_view(inputs, out)
         if entropies is not None:
             self._modulate(out, entropies, view, mode)
             self._metrics[mode]["aem/entropy_source"].append(source)
+        else:  # no unit entropies (vLLM, AEM off): the balance over rows
+            share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
+            self._metrics[mode]["aem/positive_advantage_share"].append(share)
         return out
 
     # ------------------------------------------------------------------ training forward
@@ -189,11 +219,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
 
         Why: a step-layout micro-batch holds every turn of its episodes (hundreds of rows of
         hundreds of tokens), and one forward over it with gradients held the activations of
-        all of them at once. The token-normalised losses (``dapo``, ``cispo``, ``vespo``)
-        divide by the batch's token count, so the chunks' losses add up to the batch's loss
-        exactly; other loss types are left to TRL's single forward.
+        all of them at once. Only where the chunks' losses add up to the batch's loss exactly
+        (:meth:`_chunking_exact`); otherwise TRL's single forward.
         """
-        if self.loss_type not in CHUNKABLE_LOSSES:
+        if not self._chunking_exact():
             return super().training_step(model, inputs, num_items_in_batch)
         model.train()  # as Trainer.training_step does first: generation reads the mode
         batch = self._prepare_inputs(inputs)  # TRL's: generates, or the buffered slice
@@ -213,6 +242,23 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             times[logged:] = [sum(times[logged:])]
         return total
 
+    def _chunking_exact(self) -> bool:
+        """Whether the micro-batch's loss is a sum of per-token terms over the whole batch.
+
+        The token-normalised policy losses (``dapo``, ``cispo``, ``vespo``) divide by the
+        batch's token count, so chunks add up exactly. TRL's other per-micro-batch terms do
+        not: the entropy bonus (``entropy_coef``, or the adaptive one) is a mean over the
+        micro-batch's tokens, ``top_entropy_quantile`` keeps tokens above a quantile of the
+        micro-batch's entropies, and the MoE auxiliary loss is a load-balancing statistic of
+        the micro-batch's router logits; each of these chunked would be a different loss.
+        """
+        return (
+            self.loss_type in CHUNKABLE_LOSSES
+            and not self._entropy_bonus_enabled
+            and self.top_entropy_quantile >= 1.0
+            and not self.aux_loss_enabled
+        )
+
     @contextmanager
     def _inputs_prepared(self) -> Iterator[None]:
         """Within: ``Trainer.training_step`` takes its inputs as already prepared."""
@@ -231,7 +277,11 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
     def _modulate(
         self, out: dict[str, Any], entropies: torch.Tensor, view: dict[str, Any], mode: str
     ) -> None:
-        """α per unit from gathered group statistics; rescale ``out["advantages"]`` in place."""
+        """α per unit from gathered group statistics; rescale ``out["advantages"]`` in place.
+
+        What was computed per unit is kept in :attr:`aem_record` (for measuring the mechanism:
+        ``benchmarks/learning``).
+        """
         units = unit_index(
             view["mask"],
             view["groups"],
@@ -240,25 +290,45 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             episode_ids=view.get("episode_ids"),
         )
         hbar, valid = unit_mean_entropy(entropies.cpu(), units)
+        advantage = out["advantages"].detach().cpu().double()[units.owner]
         device = self.accelerator.device
-        local = torch.stack([hbar, units.group.double(), valid.double()], dim=1).to(device)
+        keys = scope_keys(units, self.args.aem_scope).double()
+        local = torch.stack([hbar, keys, valid.double(), advantage], dim=1).to(device)
         padded = self.accelerator.pad_across_processes(local, dim=0, pad_index=0)
         gathered = self.accelerator.gather(padded).cpu()
-        all_hbar, all_groups, all_valid = gathered[:, 0], gathered[:, 1].long(), gathered[:, 2] > 0
+        all_hbar, all_keys, all_valid = gathered[:, 0], gathered[:, 1].long(), gathered[:, 2] > 0
+        shuffle = None
+        if self.args.aem_shuffle:  # the same permutation on every process: seeded by the step
+            step_seed = self.args.seed * 1_000_003 + self.state.global_step
+            shuffle = torch.Generator().manual_seed(step_seed)
         alpha, gated = group_alpha(
             all_hbar,
-            all_groups,
+            all_keys,
             all_valid,
             lam=self.args.aem_lambda if self.args.aem_active else 0.0,
             eps=self.args.aem_eps,
             min_range=self.args.aem_min_range,
+            shuffle=shuffle,
         )
         for name, value in alpha_stats(alpha, all_hbar, all_valid, gated).items():
             self._metrics[mode][f"aem/{name}"].append(value)
-        if not self.args.aem_active:
-            return
+        positive = (gathered[:, 3] > 0)[all_valid]
+        share = float(positive.double().mean()) if len(positive) else 0.0
+        self._metrics[mode]["aem/positive_advantage_share"].append(share)
         start = self.accelerator.process_index * padded.shape[0]
         mine = alpha[start : start + units.count]
+        logprobs = view.get("logprobs")
+        self.aem_record = AEMRecord(
+            units,
+            hbar,
+            valid,
+            mine,
+            advantage,
+            unit_surprisal(logprobs, units) if logprobs is not None else None,
+            out,
+        )
+        if not self.args.aem_active:
+            return
         advantages = out["advantages"]
         out["advantages"] = apply_alpha(advantages.cpu(), mine, units).to(advantages.device)
 
@@ -280,7 +350,12 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         if "tool_mask" in out:
             mask = mask * out["tool_mask"]
         mask = mask.cpu()
-        view = {"mask": mask, "groups": self._group_of(torch.arange(len(mask)), len(mask))}
+        rows = torch.arange(len(mask))
+        view = {
+            "mask": mask,
+            "groups": self._group_of(rows, len(mask)),
+            "episode_ids": self.accelerator.process_index * len(mask) + rows,
+        }
         if inputs and "turn_ids" in inputs[0]:
             view["turn_ids"] = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
         elif "tool_mask" in out:

@@ -31,7 +31,13 @@ from benchmarks.learning.config import (
     LearningConfig,
 )
 from benchmarks.learning.experiment import run_settings
-from benchmarks.learning.heldout import HELDOUT_KEYS, ensure_env, evaluate, heldout_specs
+from benchmarks.learning.heldout import (
+    HELDOUT_KEYS,
+    ensure_env,
+    evaluate,
+    heldout_specs,
+    isolated_rng,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -177,8 +183,7 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
         model.eval()
         probe = [EpisodeSpec(config.env_id, 2_000_000 + i, config.train_split) for i in range(64)]
         generation = trainer.generation_config
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with isolated_rng(seed):
             played = rollout.play(
                 probe,
                 model_generator(
@@ -275,6 +280,7 @@ def _start_heldout(
             heldout_specs(config),
             temperature=config.eval_temperature,
             seed=config.eval_seed,
+            method=config.eval_method,
         )
     finally:
         cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built

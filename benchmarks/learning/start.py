@@ -11,7 +11,10 @@ the same rollout (and so the same prompts, history window and reply prefix) the 
 with, built by :func:`aem_agent.train.build_trainer`.
 
 The checkpoint is built in a scratch folder and renamed into place with ``start.json``
-inside, so a half-built start is never used; a rebuilt one is bit-identical (seeded).
+inside, so a half-built start is never used. Built twice by the same code it is bit-identical
+(seeded; ``tests/benchmarks/test_mechanism.py``); a start committed with older code need not
+rebuild identically (the warm-up's draws and the tokenizer corpus have changed since some
+were made), which is why every run reads the committed ``start/`` rather than rebuilding it.
 """
 
 from __future__ import annotations

@@ -220,7 +220,8 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     eval_steps = [int(r["step"]) for r in rows if r.get("heldout/success_rate")]
     assert train_steps == [1, 2, 3, 4] and eval_steps == [0, 2, 4]
     assert results["runs"][0]["status"] == "done"
-    assert sorted(p.name for p in run_dir.iterdir()) == ["done.json", "final", "metrics.csv"]
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert files == ["done.json", "final", "metrics.csv", "units.csv.gz"]
     final = run_dir / "final"  # the trained weights outlive the checkpoints
     assert (final / "model.safetensors").is_file() and (final / "aem-prompt.json").is_file()
 

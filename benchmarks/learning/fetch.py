@@ -3,16 +3,15 @@
 Why this task for measuring AEM's mechanism: AEM weighs a response by its mean token entropy
 H̄, which only says how *typical the response* was when H̄ varies with what was sampled. In
 ``aem-bench/Pick-v0`` a reply is one decision token plus a fixed closing token, so every
-episode of a group has the same decision entropy and α encodes only the state. Here every
-item is a colour and a kind that other items share (``red cup``, ``red box``, ``blue cup``), so
-a reply is two dependent decisions: after an unusual colour the model is unsure of the kind,
-and H̄ rises with the response's surprisal inside a group. The episode needs one move per
-wanted item (3 by default) with one spare move, so it lasts 3–4 turns; several right orders
-exist, so a good policy keeps some entropy of its own. Three colours and three kinds, six of
-the nine listed: a tiny model warmed up briefly has learnt the reply format before it has
-learnt which kind goes with which colour, and with most combinations listed its replies are
-mostly valid from the start (with four of each, most of a brief warm-up's replies named an
-item that was not there, ending the episode).
+episode of a group has the same decision entropy and α encodes only the state. Here a reply
+is two dependent words, a kind and its colour (``cup red``), and kinds come in different
+numbers of colours (:data:`COLOURS_OF`): after a kind that comes in three colours the model is
+unsure of the colour, after one that comes in one it is not, so inside a group H̄ moves with
+the kind sampled and with the response's surprisal — from what a model learns of the item
+vocabulary alone, before it has learnt to read the colour off the room (a tiny model's brief
+warm-up learnt the format and the vocabulary but not to copy two words out of the prompt).
+The episode needs one move per wanted item (3 of 4 listed by default) with one spare move,
+so it lasts 3–4 turns; several right orders exist, so a good policy keeps some entropy.
 
 The reward is the envs' terminal one (a win only when every wanted item is fetched): a right
 item is progress but no reward, a listed item not wanted wastes a move, and a reply naming no
@@ -38,11 +37,18 @@ from aem_envs.core.outcome import Outcome, Task
 
 ENV_ID = "aem-bench/Fetch-v0"
 
-#: The first word of every item; items share them, so the second word depends on the first.
-COLOURS: tuple[str, ...] = ("red", "blue", "green")
-#: The second word of every item.
-KINDS: tuple[str, ...] = ("cup", "box", "jar")
-ITEMS: tuple[str, ...] = tuple(f"{c} {k}" for c in COLOURS for k in KINDS)
+#: Every item is a kind and a colour (``cup red``); a kind comes in the colours listed here,
+#: three, two or one, so the colour's uncertainty depends on the kind sampled before it.
+COLOURS_OF: dict[str, tuple[str, ...]] = {
+    "cup": ("red", "blue", "green"),
+    "hat": ("red", "blue", "green"),
+    "box": ("red", "blue"),
+    "key": ("red", "green"),
+    "jar": ("green",),
+    "pen": ("blue",),
+}
+KINDS: tuple[str, ...] = tuple(COLOURS_OF)
+ITEMS: tuple[str, ...] = tuple(f"{k} {c}" for k, cs in COLOURS_OF.items() for c in cs)
 #: Tasks per split; generated once from a fixed seed, disjoint between splits. The held-out
 #: split is small enough to score exactly.
 SPLIT_SIZES: dict[str, int] = {"train": 4000, "test": 64}
@@ -58,7 +64,8 @@ def _task_table(n_items: int, n_wanted: int) -> dict[str, tuple[str, ...]]:
     seen: set[str] = set()
     ordered: list[str] = []
     while len(ordered) < sum(SPLIT_SIZES.values()):
-        listed = [ITEMS[i] for i in rng.choice(len(ITEMS), n_items, replace=False)]
+        kinds = [KINDS[i] for i in rng.choice(len(KINDS), n_items, replace=False)]
+        listed = [f"{k} {COLOURS_OF[k][rng.integers(len(COLOURS_OF[k]))]}" for k in kinds]
         wanted = [listed[i] for i in rng.choice(n_items, n_wanted, replace=False)]
         task_id = f"{','.join(wanted)}{_SEP}{','.join(listed)}"
         if task_id not in seen:
@@ -82,13 +89,13 @@ class FetchEnv(TextEnv):
     max_observation_length: ClassVar[int] = 1024
     action_vocabulary: ClassVar[Sequence[str] | None] = ITEMS
 
-    def __init__(self, n_items: int = 6, n_wanted: int = 3, **kwargs: Any) -> None:
-        """``n_items`` listed items per task, ``n_wanted`` of them to fetch."""
+    def __init__(self, n_items: int = 4, n_wanted: int = 3, **kwargs: Any) -> None:
+        """``n_items`` listed items per task (of different kinds), ``n_wanted`` to fetch."""
         kwargs.setdefault("max_steps", n_wanted + 1)
         super().__init__(**kwargs)
-        if not 1 <= n_wanted <= n_items <= len(ITEMS):
+        if not 1 <= n_wanted <= n_items <= len(KINDS):
             raise ValueError(
-                f"need 1 <= n_wanted <= n_items <= {len(ITEMS)}, got n_items={n_items}, "
+                f"need 1 <= n_wanted <= n_items <= {len(KINDS)}, got n_items={n_items}, "
                 f"n_wanted={n_wanted}"
             )
         self.n_items, self.n_wanted = n_items, n_wanted
@@ -101,7 +108,7 @@ class FetchEnv(TextEnv):
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:
-        return {split: {"fetch": len(ids)} for split, ids in _task_table(6, 3).items()}
+        return {split: {"fetch": len(ids)} for split, ids in _task_table(4, 3).items()}
 
     def _start(self, task_id: str, split: str) -> tuple[Task, str]:
         wanted, listed = task_id.split(_SEP)

@@ -35,7 +35,7 @@ def fetch_experiment(**overrides) -> lc.LearningConfig:
         "eval": {"every": 2, "tasks": 3, "temperature": 1.0, "seed": 0, "method": "exact"},
         "model": {"tiny": {"hidden_size": 32, "num_layers": 2, "vocab_size": 400}},
         "warmup": {
-            "steps": 150,
+            "steps": 250,
             "batch_size": 32,
             "learning_rate": 0.01,
             "episodes": 96,
@@ -97,7 +97,7 @@ def test_fetch_credits_only_the_whole_task_and_an_unlisted_reply_ends_it() -> No
     _, reward, done, _, info = env.step(wanted[-1])
     assert done and info["won"] and reward == 10.0
     env.reset(seed=5, options={"split": "test"})
-    _, reward, done, _, info = env.step("purple cup")
+    _, reward, done, _, info = env.step("cup purple")
     assert done and not info["won"] and reward == pytest.approx(-0.1)
     env.reset(seed=5, options={"split": "test"})
     env.step(spare)

@@ -313,9 +313,14 @@ def aem_modulate(
     return modulated, stats
 
 
+#: An advantage at most this is not counted positive: in a group whose rewards are all equal,
+#: TRL's (r − mean) / (std + 1e-4) leaves rounding noise of about 1e-5, not a success.
+POSITIVE_TOLERANCE = 1e-3
+
+
 def positive_share(advantages: torch.Tensor, units: Units, valid: torch.Tensor) -> float:
     """Share of the units (with tokens) whose advantage is positive: the balance AEM acts on,
     counted over turn-responses, not episodes (a failed episode has more of them)."""
     if units.owner is None or not bool(valid.any()):
         return 0.0
-    return float((advantages[units.owner][valid] > 0).double().mean())
+    return float((advantages[units.owner][valid] > POSITIVE_TOLERANCE).double().mean())

@@ -35,6 +35,7 @@ from trl import GRPOTrainer
 
 from aem_agent import steps
 from aem_agent.aem import (
+    POSITIVE_TOLERANCE,
     Units,
     alpha_stats,
     apply_alpha,
@@ -208,7 +209,8 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
             self._modulate(out, entropies, view, mode)
             self._metrics[mode]["aem/entropy_source"].append(source)
         else:  # no unit entropies (vLLM, AEM off): the balance over rows
-            share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
+            gathered = self.accelerator.gather(out["advantages"])
+            share = (gathered > POSITIVE_TOLERANCE).float().mean().item()
             self._metrics[mode]["aem/positive_advantage_share"].append(share)
         return out
 
@@ -312,7 +314,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOTrainer):
         )
         for name, value in alpha_stats(alpha, all_hbar, all_valid, gated).items():
             self._metrics[mode][f"aem/{name}"].append(value)
-        positive = (gathered[:, 3] > 0)[all_valid]
+        positive = (gathered[:, 3] > POSITIVE_TOLERANCE)[all_valid]
         share = float(positive.double().mean()) if len(positive) else 0.0
         self._metrics[mode]["aem/positive_advantage_share"].append(share)
         start = self.accelerator.process_index * padded.shape[0]

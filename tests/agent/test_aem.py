@@ -313,3 +313,6 @@ def test_positive_advantage_share_counts_units_not_episodes() -> None:
         torch.tensor([-1.0, 1.0]), torch.rand(2, 6), mask, torch.zeros(2), turn_ids=turn_ids
     )
     assert stats["positive_advantage_share"] == pytest.approx(0.25)
+    # A group of equal rewards leaves TRL's advantages at rounding noise: not a success.
+    _, stats = aem_modulate(torch.tensor([1e-5, -1e-5]), torch.rand(2, 6), mask, torch.zeros(2))
+    assert stats["positive_advantage_share"] == 0.0

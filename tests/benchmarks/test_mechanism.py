@@ -106,6 +106,7 @@ def test_fetch_credits_only_the_whole_task_and_an_unlisted_reply_ends_it() -> No
 
 
 # ---------------------------------------------------------------------------- the task check
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
 def test_the_task_check_finds_entropy_that_varies_with_the_response(fetch_start, tmp_path) -> None:
     """On a tiny start: inside a group, a reply's mean token entropy rises with its surprisal,
     also among first turns (one state per group), and most groups pass AEM's gate."""
@@ -121,6 +122,7 @@ def test_the_task_check_finds_entropy_that_varies_with_the_response(fetch_start,
 
 
 # ---------------------------------------------------------------------------- exact scoring
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
 def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
     """The exact success of the held-out tasks against 300 sampled episodes of each."""
     import torch
@@ -151,6 +153,7 @@ def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
     assert len(exact["per_task"]) == len(specs)
 
 
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
 def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
     from aem_agent.episodes import EpisodeSpec
     from aem_agent.train import build_config, build_trainer
@@ -167,6 +170,7 @@ def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
     trainer.rollout_func.close()
 
 
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
 def test_a_start_rebuilds_bit_identical(fetch_start, tmp_path) -> None:
     from benchmarks.learning.start import build_start
 

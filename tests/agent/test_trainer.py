@@ -10,6 +10,7 @@ import torch
 from transformers import AutoTokenizer
 from trl import GRPOTrainer
 
+from aem_agent.aem import scope_keys
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.episodes import task_dataset
 from aem_agent.generators import model_generator
@@ -96,6 +97,39 @@ def assert_same(a: dict, b: dict) -> None:
 
 def weights(model) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters() if p.requires_grad]
+
+
+@pytest.mark.parametrize("scope", ["group", "trajectory", "batch"])
+def test_the_ablations_reach_the_trainers_alpha(
+    tiny_model_dir, tmp_path, doors_env_id, scope: str
+) -> None:
+    """Through the trainer: shuffled α keeps each scope's multiset of α and the mean of α is 1
+    over the scope's units; the record keeps every unit's A, α, H̄ and surprisal."""
+    runs = {}
+    for shuffle in (False, True):
+        config = make_config(
+            tmp_path,
+            doors_env_id,
+            rollout_layout="step",
+            max_turns=3,
+            aem_min_range=0.0,
+            aem_scope=scope,
+            aem_shuffle=shuffle,
+        )
+        trainer = make_trainer(tiny_model_dir, config)
+        batch_out(trainer)
+        runs[shuffle] = trainer.aem_record
+    plain, shuffled = runs[False], runs[True]
+    assert torch.equal(plain.hbar, shuffled.hbar)  # the same sampled batch
+    keys = scope_keys(plain.units, scope)
+    for key in keys.unique():
+        members = keys == key
+        assert sorted(shuffled.alpha[members].tolist()) == pytest.approx(
+            sorted(plain.alpha[members].tolist())
+        )
+        assert plain.alpha[members].mean().item() == pytest.approx(1.0)
+    assert plain.surprisal is not None and (plain.surprisal >= 0).all()
+    assert len(plain.advantage) == plain.units.count
 
 
 def test_lambda_zero_equals_grpo_bit_for_bit(tiny_model_dir, tmp_path, doors_env_id) -> None:

@@ -12,6 +12,12 @@ share a task and seed), over every *unit* of the group:
 The unit (:data:`Unit`) is one turn's response — what the environment reacts to — in the
 paper's method (``"turn"``), or a whole trajectory (``"trajectory"``), kept as an ablation.
 
+The paper's ablations are settings of the same functions: λ < 0 is the *reversed* α (the
+mirror image: α at −λ of H̄ equals α at λ of −H̄, so surprising responses weigh more);
+``shuffle`` permutes α among the units of each group (the group's multiset of α, and so its
+mean and spread, is kept; only the link to entropy is cut); :data:`Scope` says over which units
+steps 2–4 run: the GRPO group (the paper), the units of one trajectory, or the whole batch.
+
 Why pure functions on tensors: AEM plugs in after any advantage estimator, so keeping it free
 of trainer state makes its properties (group mean 1, λ = 0 is the identity, the gate, masked
 tokens never count, the same α for the same turns in either rollout layout) testable on bare
@@ -28,6 +34,9 @@ import torch
 
 Unit = Literal["turn", "trajectory"]
 UNITS: tuple[str, ...] = get_args(Unit)
+#: The units α is normalised over: ``"group"`` (the paper), ``"trajectory"``, ``"batch"``.
+Scope = Literal["group", "trajectory", "batch"]
+SCOPES: tuple[str, ...] = get_args(Scope)
 
 
 @dataclass(frozen=True)
@@ -36,12 +45,16 @@ class Units:
 
     ``token_unit`` is ``(B, T)`` with −1 on tokens outside every unit (prompt, observation,
     padding); ``group`` is ``(U,)``; ``per_token`` says whether one row holds several units
-    (turns inside a trajectory row), so that the modulated advantage must be per token.
+    (turns inside a trajectory row), so that the modulated advantage must be per token;
+    ``episode`` is ``(U,)``, the episode each unit belongs to (for the ``"trajectory"``
+    :data:`Scope`), and ``owner`` ``(U,)`` the first row holding each unit's tokens.
     """
 
     token_unit: torch.Tensor
     group: torch.Tensor
     per_token: bool
+    episode: torch.Tensor | None = None
+    owner: torch.Tensor | None = None
 
     @property
     def count(self) -> int:
@@ -91,7 +104,30 @@ def unit_index(
         0, inverse, rows[mask], reduce="amin"
     )
     group = group_ids[owner]
-    return Units(token_unit, group, per_token=unit == "turn" and turn_ids is not None)
+    # A row is one episode unless episode_ids says which episode each (step) row plays.
+    episode = episode_ids.to(torch.long)[owner] if episode_ids is not None else owner
+    per_token = unit == "turn" and turn_ids is not None
+    return Units(token_unit, group, per_token=per_token, episode=episode, owner=owner)
+
+
+def scope_keys(units: Units, scope: Scope = "group") -> torch.Tensor:
+    """``(U,)`` the key of the units α is normalised over together, for :func:`group_alpha`."""
+    if scope not in SCOPES:
+        raise ValueError(f"aem scope must be one of {SCOPES}, got {scope!r}")
+    if scope == "group":
+        return units.group
+    if scope == "batch":
+        return torch.zeros_like(units.group)
+    if units.episode is None:
+        raise ValueError("the trajectory scope needs Units.episode (build them with unit_index)")
+    return units.episode
+
+
+def unit_surprisal(logprobs: torch.Tensor, units: Units) -> torch.Tensor:
+    """``(U,)`` S̄ per unit: the mean over its tokens of −log π(token), the sampled response's
+    per-token surprisal (the drift law's S, per token like H̄)."""
+    surprisal, _ = unit_mean_entropy(-logprobs.detach().to(torch.float64), units)
+    return surprisal
 
 
 def unit_mean_entropy(entropies: torch.Tensor, units: Units) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,15 +150,17 @@ def group_alpha(
     lam: float,
     eps: float = 1e-6,
     min_range: float = 0.1,
+    shuffle: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``(α, gated)`` per unit: exp(−λ·H̃) normalised to mean 1 over the valid units of its group.
 
     ``gated`` marks the units of groups whose H̄ range is under ``min_range`` (α = 1 there),
     which includes groups of one. Units with ``valid == False`` (no tokens) get α = 1 and
-    enter neither the min, the max nor the mean of their group.
+    enter neither the min, the max nor the mean of their group. λ < 0 is the reversed-α
+    ablation. With ``shuffle`` (a generator, so every process draws the same permutation) the
+    α of each group's valid units are permuted among them: the shuffled-α ablation.
+    ``groups`` is whatever the units are normalised over (:func:`scope_keys`).
     """
-    if lam < 0:
-        raise ValueError(f"aem lambda must be >= 0, got {lam}")
     if min_range < 0 or eps < 0:
         raise ValueError(f"aem min_range ({min_range}) and eps ({eps}) must be >= 0")
     hbar = hbar.to(torch.float64)
@@ -147,7 +185,30 @@ def group_alpha(
     total = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, weight)
     mean = (total / count.clamp(min=1))[group_index]
     alpha = weight / mean.clamp(min=torch.finfo(torch.float64).tiny)
-    return torch.where(valid & ~gated, alpha, ones), gated
+    alpha = torch.where(valid & ~gated, alpha, ones)
+    if shuffle is not None:
+        alpha = _shuffle_within(alpha, group_index, valid & ~gated, shuffle)
+    return alpha, gated
+
+
+def _shuffle_within(
+    alpha: torch.Tensor,
+    group_index: torch.Tensor,
+    movable: torch.Tensor,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """``alpha`` with the values of each group's ``movable`` units permuted among them."""
+    # One random key per unit; sorting by (group, key) lists each group's units in random order.
+    keys = torch.rand(len(alpha), generator=generator, dtype=torch.float64)
+    movable_at = movable.nonzero().squeeze(1)
+    if len(movable_at) < 2:
+        return alpha
+    groups = group_index[movable_at]
+    by_group = torch.argsort(groups, stable=True)
+    shuffled = torch.argsort(groups.double() * 2 + keys[movable_at], stable=True)
+    out = alpha.clone()
+    out[movable_at[by_group]] = alpha[movable_at[shuffled]]
+    return out
 
 
 def apply_alpha(advantages: torch.Tensor, alpha: torch.Tensor, units: Units) -> torch.Tensor:
@@ -196,6 +257,8 @@ def aem_modulate(
     unit: Unit = "turn",
     turn_ids: torch.Tensor | None = None,
     episode_ids: torch.Tensor | None = None,
+    scope: Scope = "group",
+    shuffle: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Return ``(modulated_advantages, stats)`` for one batch held in one process.
 
@@ -205,18 +268,21 @@ def aem_modulate(
         mask: ``(B, T)``; 1 on the policy's own tokens, 0 on prompt, observation and padding
             tokens (those never enter H̄).
         group_ids: ``(B,)`` integer id of each row's GRPO group.
-        lam: λ ≥ 0; 0 returns ``advantages`` unchanged, bit for bit.
+        lam: λ; 0 returns ``advantages`` unchanged, bit for bit; < 0 is the reversed-α
+            ablation.
         eps: ε of the min-max division.
         min_range: the gate, in nats: a group whose H̄ range is below it keeps α = 1.
         unit: ``"turn"`` (the paper) or ``"trajectory"`` (one α per episode, an ablation).
         turn_ids: ``(B, T)`` turn index per token when a row is a whole trajectory; the result
             is then ``(B, T)`` per token at ``unit="turn"``.
-        episode_ids: ``(B,)`` episode of each row when a row is one step and
-            ``unit="trajectory"``.
+        episode_ids: ``(B,)`` episode of each row when a row is one step (for
+            ``unit="trajectory"`` and ``scope="trajectory"``).
+        scope: the units α is normalised over (:data:`Scope`; ``"group"`` is the paper).
+        shuffle: a generator to permute α within each normalisation scope (the ablation).
 
     ``stats``: ``entropy_mean`` (mean H̄ over units with tokens), ``alpha_min``, ``alpha_max``,
     ``alpha_std``, ``gated_share`` (share of units in gated groups), ``units`` and
-    ``positive_advantage_share``.
+    ``positive_advantage_share`` (over units: AEM's balance is one of turn-responses).
     """
     if advantages.dim() != 1:
         raise ValueError(f"advantages must be 1-D (one per row), got shape {advantages.shape}")
@@ -227,7 +293,15 @@ def aem_modulate(
         )
     units = unit_index(mask, group_ids, unit=unit, turn_ids=turn_ids, episode_ids=episode_ids)
     hbar, valid = unit_mean_entropy(entropies, units)
-    alpha, gated = group_alpha(hbar, units.group, valid, lam=lam, eps=eps, min_range=min_range)
+    alpha, gated = group_alpha(
+        hbar,
+        scope_keys(units, scope),
+        valid,
+        lam=lam,
+        eps=eps,
+        min_range=min_range,
+        shuffle=shuffle,
+    )
     if lam == 0:
         alpha = torch.ones_like(alpha)
         expanded = advantages.unsqueeze(1).expand(mask.shape) if units.per_token else advantages
@@ -235,7 +309,18 @@ def aem_modulate(
     else:
         modulated = apply_alpha(advantages, alpha, units)
     stats = alpha_stats(alpha, hbar, valid, gated)
-    stats["positive_advantage_share"] = (
-        float((advantages > 0).double().mean()) if len(advantages) else 0.0
-    )
+    stats["positive_advantage_share"] = positive_share(advantages, units, valid)
     return modulated, stats
+
+
+#: An advantage at most this is not counted positive: in a group whose rewards are all equal,
+#: TRL's (r − mean) / (std + 1e-4) leaves rounding noise of about 1e-5, not a success.
+POSITIVE_TOLERANCE = 1e-3
+
+
+def positive_share(advantages: torch.Tensor, units: Units, valid: torch.Tensor) -> float:
+    """Share of the units (with tokens) whose advantage is positive: the balance AEM acts on,
+    counted over turn-responses, not episodes (a failed episode has more of them)."""
+    if units.owner is None or not bool(valid.any()):
+        return 0.0
+    return float((advantages[units.owner][valid] > POSITIVE_TOLERANCE).double().mean())

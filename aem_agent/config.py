@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from trl import GRPOConfig
 
-from aem_agent.aem import UNITS, Unit
+from aem_agent.aem import SCOPES, UNITS, Scope, Unit
 from aem_agent.batches import LAYOUTS, Layout
 from aem_agent.credit.base import CreditError
 from aem_agent.credit.gigpo import SCALES, Scale
@@ -52,7 +52,8 @@ class AEMConfig(GRPOConfig, PromptSettings):
         aem_enabled (`bool`, *optional*, defaults to `True`):
             Apply AEM after the GRPO advantage. `False` trains plain GRPO (bit for bit).
         aem_lambda (`float`, *optional*, defaults to `1.0`):
-            λ ≥ 0, the strength of the modulation α = exp(−λ·H̃)/mean exp(−λ·H̃). `0` is GRPO.
+            λ, the strength of the modulation α = exp(−λ·H̃)/mean exp(−λ·H̃). `0` is GRPO.
+            λ < 0 is the paper's *reversed α* ablation: surprising responses weigh more.
         aem_unit (`Literal["turn", "trajectory"]`, *optional*, defaults to `"turn"`):
             What gets one α. `"turn"` (the paper): every assistant turn's response, from the mean
             entropy of its own tokens, normalised over all turn-responses of its GRPO group.
@@ -62,6 +63,14 @@ class AEMConfig(GRPOConfig, PromptSettings):
             below it keeps α = 1 for every unit, so noise is not stretched to [1/e, e].
         aem_eps (`float`, *optional*, defaults to `1e-6`):
             ε added to the range in the min-max division.
+        aem_shuffle (`bool`, *optional*, defaults to `False`):
+            The paper's *shuffled α* ablation: α is computed as usual, then permuted among the
+            units of each normalisation scope (each scope keeps its multiset of α, so its mean
+            and spread; only the link between a response's entropy and its weight is cut).
+        aem_scope (`Literal["group", "trajectory", "batch"]`, *optional*, defaults to `"group"`):
+            The units the gate, the min–max scaling and the mean-1 normalisation run over:
+            the GRPO group (the paper), the turns of one trajectory, or the whole batch (the
+            last two are ablations).
 
         > LoRA (``peft``)
 
@@ -123,7 +132,9 @@ class AEMConfig(GRPOConfig, PromptSettings):
             hands the trainer is split into chunks of this size, each back-propagated on its
             own, the same number of chunks on every process. Exact for the loss types that
             normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`);
-            other loss types keep TRL's one forward per micro-batch.
+            other loss types, and any run with a per-micro-batch term that chunks would change
+            (`entropy_coef`, `top_entropy_quantile` < 1, an MoE auxiliary loss), keep TRL's
+            one forward per micro-batch.
 
         > Credit assignment (``docs/credit.md``)
 
@@ -163,6 +174,18 @@ class AEMConfig(GRPOConfig, PromptSettings):
     )
     aem_eps: float = field(
         default=1e-6, metadata={"help": "ε added to the range in the min-max division."}
+    )
+    aem_shuffle: bool = field(
+        default=False,
+        metadata={"help": "Ablation: permute α within each normalisation scope."},
+    )
+    aem_scope: Scope = field(
+        default="group",
+        metadata={
+            "help": "Units α is normalised over: 'group' (the paper), 'trajectory' or "
+            "'batch' (ablations).",
+            "choices": list(SCOPES),
+        },
     )
     use_peft: bool = field(
         default=False, metadata={"help": "Train a LoRA adapter instead of every weight."}
@@ -249,11 +272,13 @@ class AEMConfig(GRPOConfig, PromptSettings):
         super().__post_init__()
         if self.aem_unit not in UNITS:
             raise ConfigError(f"aem_unit={self.aem_unit!r}; choose one of {list(UNITS)}")
+        if self.aem_scope not in SCOPES:
+            raise ConfigError(f"aem_scope={self.aem_scope!r}; choose one of {list(SCOPES)}")
         if self.rollout_layout not in LAYOUTS:
             raise ConfigError(
                 f"rollout_layout={self.rollout_layout!r}; choose one of {list(LAYOUTS)}"
             )
-        for name in ("aem_lambda", "aem_eps", "aem_min_range", "lora_dropout"):
+        for name in ("aem_eps", "aem_min_range", "lora_dropout"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
         for name in (
@@ -298,5 +323,5 @@ class AEMConfig(GRPOConfig, PromptSettings):
 
     @property
     def aem_active(self) -> bool:
-        """Whether advantages are modulated at all (AEM on and λ > 0)."""
-        return self.aem_enabled and self.aem_lambda > 0
+        """Whether advantages are modulated at all (AEM on and λ ≠ 0)."""
+        return self.aem_enabled and self.aem_lambda != 0

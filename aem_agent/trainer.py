@@ -27,13 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from aem_agent import steps
+from aem_agent.aem import POSITIVE_TOLERANCE, Units
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.credit import AEM, GRPO, Chain, build
+from aem_agent.credit.base import TurnBatch
 from aem_agent.credit.turns import RowTurns, gather_turns, local_turns, token_advantages
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
@@ -47,8 +50,25 @@ if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
     from transformers import PreTrainedModel
 
-#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact.
+#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
+#: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
+
+
+@dataclass(frozen=True)
+class AEMRecord:
+    """What the last batch's AEM computed per unit (this process's units), kept so that the
+    mechanism can be measured from outside (``benchmarks/learning/drift.py``): the units, their
+    H̄, α, the base advantage A, the per-token surprisal S̄ of the sampled response (when the
+    sampler's log-probs are known) and the batch that was trained on."""
+
+    units: Units
+    hbar: torch.Tensor
+    valid: torch.Tensor
+    alpha: torch.Tensor
+    advantage: torch.Tensor
+    surprisal: torch.Tensor | None
+    batch: dict[str, Any]
 
 
 class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
@@ -121,6 +141,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
             **kwargs,
         )
         self._old_policy_entropies: torch.Tensor | None = None
+        self.aem_record: AEMRecord | None = None
         layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
         if layout != self.args.rollout_layout:
             raise ConfigError(
@@ -155,8 +176,6 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         # TRL merged the rollout's extra keys into ``inputs`` while scoring.
         mode = "train" if self.model.training else "eval"
         self._log_episodes(inputs, mode)
-        share = (self.accelerator.gather(out["advantages"]) > 0).float().mean().item()
-        self.record_metric(mode, "aem/positive_advantage_share", share)
         chain = self.credit
         want_entropy = "entropy" in chain.needs
         if self.args.rollout_layout == "step" and inputs and "steps" in inputs[0]:
@@ -168,6 +187,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
             turns, logprobs = self._trajectory_turns(inputs, out), None
         if entropies is not None:
             self.record_metric(mode, "aem/entropy_source", source)
+        else:  # no unit entropies (vLLM, AEM off): the balance over rows
+            gathered = self.accelerator.gather(out["advantages"])
+            share = (gathered > POSITIVE_TOLERANCE).float().mean().item()
+            self.record_metric(mode, "aem/positive_advantage_share", share)
         self._assign_credit(chain, out, turns, entropies, logprobs, mode)
         return out
 
@@ -178,11 +201,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
 
         Why: a step-layout micro-batch holds every turn of its episodes (hundreds of rows of
         hundreds of tokens), and one forward over it with gradients held the activations of
-        all of them at once. The token-normalised losses (``dapo``, ``cispo``, ``vespo``)
-        divide by the batch's token count, so the chunks' losses add up to the batch's loss
-        exactly; other loss types are left to TRL's single forward.
+        all of them at once. Only where the chunks' losses add up to the batch's loss exactly
+        (:meth:`_chunking_exact`); otherwise TRL's single forward.
         """
-        if self.loss_type not in CHUNKABLE_LOSSES:
+        if not self._chunking_exact():
             return super().training_step(model, inputs, num_items_in_batch)
         model.train()  # as Trainer.training_step does first: generation reads the mode
         batch = self._prepare_inputs(inputs)  # TRL's: generates, or the buffered slice
@@ -201,6 +223,18 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         if len(times) > logged + 1:  # one step time per step, not one per chunk
             times[logged:] = [sum(times[logged:])]
         return total
+
+    def _chunking_exact(self) -> bool:
+        """Whether the micro-batch's loss is a sum of per-token terms over the whole batch.
+
+        The token-normalised policy losses (``dapo``, ``cispo``, ``vespo``) divide by the
+        batch's token count, so chunks add up exactly. TRL's other per-micro-batch terms do
+        not: the entropy bonus (``entropy_coef``, or the adaptive one) is a mean over the
+        micro-batch's tokens, ``top_entropy_quantile`` keeps tokens above a quantile of the
+        micro-batch's entropies, and the MoE auxiliary loss is a load-balancing statistic of
+        the micro-batch's router logits; each of these chunked would be a different loss.
+        """
+        return self.loss_type in CHUNKABLE_LOSSES and not self.per_micro_batch_terms()
 
     # ------------------------------------------------------------------ credit
     def _assign_credit(
@@ -234,8 +268,10 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         credit = chain(batch)
         for name, value in credit.metrics.items():
             self.record_metric(mode, name, value)
-        mine = credit.advantage[start : start + len(local)]
-        out["advantages"] = token_advantages(out["advantages"], mine, units)
+        mine = slice(start, start + len(local))
+        out["advantages"] = token_advantages(out["advantages"], credit.advantage[mine], units)
+        if "aem/alpha" in credit.units:
+            self.aem_record = _aem_record(credit.units, mine, local, units, out)
 
     def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
         """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
@@ -377,3 +413,21 @@ def _pad_rows(rows: list[list[float]], like: torch.Tensor, fill: float = 0.0) ->
         width = min(len(row), like.shape[1])
         out[i, :width] = torch.tensor(row[:width], dtype=torch.float32)
     return out
+
+
+def _aem_record(
+    values: dict[str, torch.Tensor], mine: slice, local: TurnBatch, units: Units, batch: dict
+) -> AEMRecord:
+    """This process's units of what AEM computed (:attr:`Credit.units`), with S̄ per unit."""
+    surprisal = None
+    if local.logprob is not None:
+        surprisal = -local.logprob.to(torch.float64) / local.tokens.clamp(min=1)
+    return AEMRecord(
+        units,
+        values["aem/entropy"][mine],
+        values["aem/valid"][mine],
+        values["aem/alpha"][mine],
+        values["aem/advantage"][mine],
+        surprisal,
+        batch,
+    )

@@ -229,6 +229,20 @@ class GRPOInternals(GRPOTrainer):
             self.use_vllm and self.vllm_importance_sampling_correction
         )
 
+    def per_micro_batch_terms(self) -> list[str]:
+        """The loss terms TRL computes per micro-batch besides the policy loss, by name.
+
+        Mirrors ``GRPOTrainer.__init__`` (``_entropy_bonus_enabled``, ``top_entropy_quantile``,
+        ``aux_loss_enabled``) and ``_compute_loss``, which adds them per call: a batch split
+        into chunks would change each of them.
+        """
+        terms = {
+            "entropy bonus": self._entropy_bonus_enabled,
+            "top_entropy_quantile": self.top_entropy_quantile < 1.0,
+            "MoE auxiliary loss": self.aux_loss_enabled,
+        }
+        return [name for name, on in terms.items() if on]
+
     @contextmanager
     def _inputs_prepared(self) -> Iterator[None]:
         """Within: ``Trainer.training_step`` takes its inputs as already prepared.

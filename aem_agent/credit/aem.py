@@ -8,12 +8,13 @@ estimator's advantage (``gigpo+aem``: GiGPO's episode + step advantage, then α)
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 
-from aem_agent.aem import Unit, alpha_stats, group_alpha
+from aem_agent.aem import POSITIVE_TOLERANCE, Scope, Unit, alpha_stats, group_alpha
 from aem_agent.credit.base import Credit, TurnBatch, group_index
 
 
@@ -24,6 +25,9 @@ class AEMSettings(Protocol):
     aem_eps: float
     aem_min_range: float
     aem_unit: Unit
+    aem_scope: Scope
+    aem_shuffle: bool
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,22 @@ class AEM:
     ``apply=False`` computes and logs α without changing the advantage: the trainer adds such
     an observer to chains without AEM whenever entropies are at hand, so a GRPO run logs the
     same entropy and α curves as an AEM run and the two can be compared.
+
+    ``scope`` is what α is normalised over (the paper's GRPO group; an episode, or the whole
+    batch, as ablations) and ``shuffle`` permutes α within each scope (the shuffled-α
+    ablation), drawn from ``seed`` and the batch's entropies so that every process, holding
+    the same gathered batch, draws the same permutation. Each turn's H̄, α and the advantage
+    it was applied to are returned in :attr:`Credit.units` (``aem/*``) for measuring the
+    mechanism (``benchmarks/learning/drift.py``).
     """
 
     lam: float = 1.0
     eps: float = 1e-6
     min_range: float = 0.1
     unit: Unit = "turn"
+    scope: Scope = "group"
+    shuffle: bool = False
+    seed: int = 0
     apply: bool = True
     name: str = "aem"
     needs: frozenset[str] = frozenset({"entropy"})
@@ -50,6 +64,9 @@ class AEM:
             eps=config.aem_eps,
             min_range=config.aem_min_range,
             unit=config.aem_unit,
+            scope=config.aem_scope,
+            shuffle=config.aem_shuffle,
+            seed=config.seed,
             apply=apply,
         )
 
@@ -58,12 +75,43 @@ class AEM:
         assert batch.entropy is not None  # required just above
         hbar, groups, valid, owner = self._units(batch, batch.entropy.to(torch.float64))
         alpha, gated = group_alpha(
-            hbar, groups, valid, lam=self.lam, eps=self.eps, min_range=self.min_range
+            hbar,
+            self._scope_keys(batch, groups),
+            valid,
+            lam=self.lam,
+            eps=self.eps,
+            min_range=self.min_range,
+            shuffle=self._shuffle_generator(hbar) if self.shuffle else None,
         )
         metrics = {f"aem/{k}": v for k, v in alpha_stats(alpha, hbar, valid, gated).items()}
+        advantage = batch.advantage.to(torch.float64)
+        positive = (advantage > POSITIVE_TOLERANCE)[valid[owner]]
+        metrics["aem/positive_advantage_share"] = (
+            float(positive.double().mean()) if len(positive) else 0.0
+        )
+        units = {
+            "aem/entropy": hbar[owner],
+            "aem/alpha": alpha[owner],
+            "aem/advantage": advantage,
+            "aem/valid": valid[owner],
+        }
         if not self.apply or self.lam == 0:
-            return Credit(batch.advantage, metrics)
-        return Credit(alpha[owner] * batch.advantage.to(torch.float64), metrics)
+            return Credit(batch.advantage, metrics, units)
+        return Credit(alpha[owner] * advantage, metrics, units)
+
+    def _scope_keys(self, batch: TurnBatch, groups: torch.Tensor) -> torch.Tensor:
+        """The key of the units α is normalised over together (one per AEM unit)."""
+        if self.scope == "group":
+            return groups
+        if self.scope == "batch":
+            return torch.zeros_like(groups)
+        # trajectory: a turn's episode; at unit="trajectory" each unit is an episode already
+        return batch.episode if self.unit == "turn" else torch.arange(len(groups))
+
+    def _shuffle_generator(self, hbar: torch.Tensor) -> torch.Generator:
+        """A generator every process seeds alike: from ``seed`` and the gathered batch."""
+        digest = zlib.crc32(hbar.numpy().tobytes())
+        return torch.Generator().manual_seed(self.seed * 1_000_003 + digest)
 
     def _units(
         self, batch: TurnBatch, entropy: torch.Tensor

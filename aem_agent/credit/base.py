@@ -82,6 +82,9 @@ class Credit:
 
     advantage: torch.Tensor
     metrics: dict[str, float] = field(default_factory=dict)
+    #: Per-unit values an estimator reports besides the advantage (e.g. AEM's α and H̄), one
+    #: per unit like ``advantage``: what an outside measurement of the estimator reads.
+    units: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -127,6 +130,7 @@ class Chain:
 
     def __call__(self, batch: TurnBatch) -> Credit:
         metrics: dict[str, float] = {}
+        units: dict[str, torch.Tensor] = {}
         for estimator in self.estimators:
             credit = estimator(batch)
             if credit.advantage.shape != batch.advantage.shape:
@@ -135,8 +139,9 @@ class Chain:
                     f"{tuple(credit.advantage.shape)} for {len(batch)} units; return one per unit"
                 )
             metrics.update(credit.metrics)
+            units.update(credit.units)
             batch = dataclasses.replace(batch, advantage=credit.advantage.to(torch.float64))
-        return Credit(batch.advantage, metrics)
+        return Credit(batch.advantage, metrics, units)
 
 
 @dataclass(frozen=True)

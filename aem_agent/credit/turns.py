@@ -50,7 +50,10 @@ class RowTurns:
     anchors: Sequence[Sequence[str]] | None = None
 
     def units(self) -> Units:
-        return unit_index(self.mask, self.group, unit="turn", turn_ids=self.token_turn)
+        episode = self.episode.clamp(min=0)
+        return unit_index(
+            self.mask, self.group, unit="turn", turn_ids=self.token_turn, episode_ids=episode
+        )
 
 
 def _per_unit(units: Units, values: torch.Tensor, reduce: str) -> torch.Tensor:

@@ -22,6 +22,7 @@ from benchmarks.learning.config import (
     RUNS_DIR,
     START_DIR,
     START_MARKER,
+    TASK_CHECK_FILE,
     LearningConfig,
 )
 from benchmarks.learning.heldout import HELDOUT_KEYS
@@ -41,7 +42,16 @@ TRAIN_KEYS = (
     "episode/valid_rate",
     "entropy",
     "loss",
+    "drift/predicted",
+    "drift/measured",
+    "heldout/offlist_mass",
 )
+#: Two-sided 95 % quantiles of Student's t for 1..30 degrees of freedom (then the normal's).
+_T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
 
 
 def last_value(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
@@ -112,7 +122,7 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
             {
                 "algo": algo,
                 "runs_done": len(finished),
-                "runs_planned": len(config.seeds),
+                "runs_planned": len(config.arm(algo).seeds),
                 "final_heldout_success_mean": statistics.fmean(values) if values else None,
                 # Sample standard deviation over seeds (0 for a single seed).
                 "final_heldout_success_std": (
@@ -128,8 +138,84 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
         "start": start,
         "runs": runs,
         "summary": summary,
+        "task_check": _read_json(out / TASK_CHECK_FILE),
+        "paired": paired_differences(runs, config.baseline, config.algorithms),
+        "drift": drift_agreement(runs),
         "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def mean_interval(values: Sequence[float]) -> dict[str, float | int | None]:
+    """Mean and two-sided 95 % t interval of ``values`` (no interval for fewer than two)."""
+    import statistics
+
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "low": None, "high": None}
+    mean = statistics.fmean(values)
+    if n < 2:
+        return {"n": n, "mean": mean, "low": None, "high": None}
+    quantile = _T95[n - 2] if n - 1 <= len(_T95) else 1.96
+    half = quantile * statistics.stdev(values) / n**0.5
+    return {"n": n, "mean": mean, "low": mean - half, "high": mean + half}
+
+
+def paired_differences(
+    runs: Sequence[Mapping[str, Any]], baseline: str, arms: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per arm: final held-out success minus the baseline's, over the seeds both finished,
+    with its 95 % interval. Pairs share the start, the tasks and the sampling stream."""
+    final = {
+        (r["algo"], r["seed"]): r["final_heldout_success"]
+        for r in runs
+        if r["status"] == "done" and r["final_heldout_success"] is not None
+    }
+    out = []
+    for arm in arms:
+        if arm == baseline:
+            continue
+        seeds = sorted(s for a, s in final if a == arm and (baseline, s) in final)
+        diffs = [final[(arm, s)] - final[(baseline, s)] for s in seeds]
+        out.append({"arm": arm, "baseline": baseline, "seeds": seeds, **mean_interval(diffs)})
+    return out
+
+
+def drift_agreement(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How well the drift law's prediction tracks the measured entropy change: Pearson
+    correlation and sign agreement over every step of every run, and per arm."""
+    per_arm: dict[str, list[tuple[float, float]]] = {}
+    for run in runs:
+        predicted = dict((int(s), v) for s, v in run["curves"].get("drift/predicted", []))
+        measured = dict((int(s), v) for s, v in run["curves"].get("drift/measured", []))
+        pairs = [(predicted[s], measured[s]) for s in sorted(predicted) if s in measured]
+        per_arm.setdefault(run["algo"], []).extend(pairs)
+    everything = [p for pairs in per_arm.values() for p in pairs]
+    return {
+        "all": _agreement(everything),
+        "per_arm": {arm: _agreement(pairs) for arm, pairs in per_arm.items()},
+    }
+
+
+def _agreement(pairs: Sequence[tuple[float, float]]) -> dict[str, float | int | None]:
+    import statistics
+
+    if len(pairs) < 3:
+        return {"steps": len(pairs), "correlation": None, "sign_agreement": None}
+    xs, ys = [p for p, _ in pairs], [m for _, m in pairs]
+    try:
+        correlation: float | None = statistics.correlation(xs, ys)
+    except statistics.StatisticsError:  # a constant series
+        correlation = None
+    signs = [(x > 0) == (y > 0) for x, y in pairs if x != 0 and y != 0]
+    return {
+        "steps": len(pairs),
+        "correlation": correlation,
+        "sign_agreement": sum(signs) / len(signs) if signs else None,
+    }
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def write_results(out: Path, config: LearningConfig) -> dict[str, Any]:

@@ -23,6 +23,8 @@ START_MARKER = "start.json"
 RUNS_DIR = "runs"
 DONE_MARKER = "done.json"
 RESULTS_FILE = "results.json"
+#: What the start offers AEM, measured before any RL (:mod:`benchmarks.learning.taskcheck`).
+TASK_CHECK_FILE = "task-check.json"
 #: Settings the harness owns; a config's ``train`` section may not set them.
 HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_split", "model")
 #: What a config's ``warmup`` section may set (see :func:`benchmarks.learning.start.warm_up`).
@@ -36,8 +38,24 @@ class ExperimentError(AEMError, ValueError):
 
 
 @dataclass(frozen=True)
+class Arm:
+    """One arm of a grid: the algorithm, the seeds it runs and the ``train`` settings that
+    differ from the experiment's own (λ, an ablation, a rival's setting)."""
+
+    algo: str
+    seeds: tuple[int, ...]
+    train: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LearningConfig:
-    """One experiment: what is varied (algorithms, seeds) and everything held fixed."""
+    """One experiment: what is varied (arms, seeds) and everything held fixed.
+
+    ``algorithms`` names the arms in order. A config's ``algorithms: [grpo, aem]`` gives one
+    arm per algorithm with every seed; its ``arms:`` mapping gives named arms with their own
+    seeds and settings (``configs/mechanism-fetch.yaml``). Seed s of every arm starts from the
+    same checkpoint and plays the same tasks and sampling stream: the arms are paired by seed.
+    """
 
     name: str
     algorithms: tuple[str, ...]
@@ -59,10 +77,25 @@ class LearningConfig:
     #: with ``eval_seed`` (``eval.tasks`` in the YAML), instead of the first seeds giving
     #: distinct tasks: the harness then scores exactly the games a suite scores.
     eval_spread: bool = False
+    #: Arm name → :class:`Arm`; every name of ``algorithms`` has one.
+    arms: dict[str, Arm] = field(default_factory=dict)
+    #: The arm every other one is compared with, seed by seed (the report's paired differences).
+    baseline: str = ""
+    #: ``"exact"``: the held-out success is computed from the policy's reply probabilities
+    #: (:mod:`benchmarks.learning.exact`); ``"play"``: episodes are played and counted.
+    eval_method: str = "play"
+
+    def arm(self, name: str) -> Arm:
+        return self.arms.get(name) or Arm(name, self.seeds)
 
     def run_names(self) -> list[tuple[str, int, str]]:
-        """``(algo, seed, folder name)`` of every run, seeds outermost (pairs finish together)."""
-        return [(a, s, f"{a}-seed{s}") for s in self.seeds for a in self.algorithms]
+        """``(arm, seed, folder name)`` of every run, seeds outermost (pairs finish together)."""
+        return [
+            (a, s, f"{a}-seed{s}")
+            for s in self.seeds
+            for a in self.algorithms
+            if s in self.arm(a).seeds
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(asdict(self))
@@ -89,7 +122,8 @@ def load_config(path: str | os.PathLike[str]) -> LearningConfig:
 
 def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig:
     """Build a :class:`LearningConfig` from a mapping, naming the first bad key."""
-    known = {"name", "algorithms", "seeds", "env", "eval", "model", "warmup", "train"}
+    known = {"name", "algorithms", "arms", "baseline", "seeds", "env", "eval", "model"}
+    known |= {"warmup", "train"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ExperimentError(f"unknown learning-config key(s) {unknown}; known: {sorted(known)}")
@@ -102,13 +136,23 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
             f"train settings {owned} are set by the harness (algorithms, seeds, env, start "
             "model); move them to the experiment's own keys"
         )
-    algorithms = tuple(data.get("algorithms") or ("grpo", "aem"))
-    bad = [a for a in algorithms if a not in ("aem", "grpo")]
-    if bad:
-        raise ExperimentError(f"algorithms {bad}: choose among 'aem' and 'grpo'")
     seeds = tuple(int(s) for s in data.get("seeds") or (0,))
     if len(set(seeds)) != len(seeds):
         raise ExperimentError(f"seeds {list(seeds)} repeat a seed")
+    if "arms" in data and "algorithms" in data:
+        raise ExperimentError("give either algorithms (one arm each) or arms, not both")
+    arms = _parse_arms(data["arms"], seeds) if "arms" in data else {}
+    algorithms = tuple(arms) if arms else tuple(data.get("algorithms") or ("grpo", "aem"))
+    bad = [a for a in algorithms if a not in ("aem", "grpo") and a not in arms]
+    if bad:
+        raise ExperimentError(f"algorithms {bad}: choose among 'aem' and 'grpo'")
+    all_seeds = sorted({s for arm in arms.values() for s in arm.seeds} | set(seeds))
+    baseline = str(data.get("baseline") or algorithms[0])
+    if baseline not in algorithms:
+        raise ExperimentError(f"baseline {baseline!r} is not one of the arms {list(algorithms)}")
+    method = str(evaluation.get("method", "play"))
+    if method not in ("play", "exact"):
+        raise ExperimentError(f"eval.method={method!r}; choose 'play' or 'exact'")
     if "id" not in env:
         raise ExperimentError("env.id is missing (e.g. aem-bench/Pick-v0)")
     if "tasks" in evaluation and "episodes" in evaluation:
@@ -131,7 +175,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
     config = LearningConfig(
         name=str(data.get("name") or Path(source).stem or "learning"),
         algorithms=algorithms,
-        seeds=seeds,
+        seeds=tuple(all_seeds),
         env_id=str(env["id"]),
         env_kwargs=dict(env.get("kwargs") or {}),
         train_split=str(env.get("train_split", "train")),
@@ -147,6 +191,9 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         train=train,
         source=source,
         eval_spread="tasks" in evaluation,
+        arms=arms,
+        baseline=baseline,
+        eval_method=method,
     )
     if config.train_split == config.eval_split:
         raise ExperimentError(
@@ -158,3 +205,29 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
     if config.eval_temperature < 0:
         raise ExperimentError(f"eval.temperature={config.eval_temperature} must be >= 0")
     return config
+
+
+def _parse_arms(raw: Any, seeds: tuple[int, ...]) -> dict[str, Arm]:
+    """``arms:`` of a config: name → ``{algo, seeds, train}``, each checked."""
+    if not isinstance(raw, Mapping) or not raw:
+        raise ExperimentError("arms must be a mapping of arm name to {algo, seeds, train}")
+    arms = {}
+    for name, spec in raw.items():
+        spec = dict(spec or {})
+        unknown = sorted(set(spec) - {"algo", "seeds", "train"})
+        if unknown:
+            raise ExperimentError(
+                f"arm {name!r}: unknown key(s) {unknown}; known: algo, seeds, train"
+            )
+        algo = str(spec.get("algo", "aem"))
+        if algo not in ("aem", "grpo"):
+            raise ExperimentError(f"arm {name!r}: algo={algo!r}; choose 'aem' or 'grpo'")
+        train = dict(spec.get("train") or {})
+        owned = sorted(set(train) & set(HARNESS_KEYS))
+        if owned:
+            raise ExperimentError(f"arm {name!r}: train settings {owned} are set by the harness")
+        arm_seeds = tuple(int(s) for s in spec.get("seeds") or seeds)
+        if len(set(arm_seeds)) != len(arm_seeds):
+            raise ExperimentError(f"arm {name!r}: seeds {list(arm_seeds)} repeat a seed")
+        arms[str(name)] = Arm(algo, arm_seeds, train)
+    return arms

@@ -21,7 +21,8 @@ half-written is ever read back.
 Layout of the output folder::
 
     start/                  model + tokenizer every run starts from; start.json (marker)
-    runs/<algo>-seed<s>/    metrics.csv, checkpoint-*/ (while running), final/, done.json
+    runs/<arm>-seed<s>/     metrics.csv, units.csv.gz (:mod:`~benchmarks.learning.drift`),
+                            checkpoint-*/ (while running), final/, done.json
     results.json            everything the report needs (:mod:`benchmarks.learning.collect`)
     report.md, report.html, table.md, plots/*.png
 
@@ -44,6 +45,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aem_envs.core.io import atomic_write_json
 from benchmarks.learning.collect import last_value
 from benchmarks.learning.config import DONE_MARKER, LearningConfig
+from benchmarks.learning.drift import UNITS_FILE, UnitsWriter, drift_callback
 from benchmarks.learning.heldout import (
     HELDOUT_KEYS,
     ensure_env,
@@ -60,7 +62,9 @@ if TYPE_CHECKING:
 def run_settings(
     config: LearningConfig, algo: str, seed: int, output_dir: Path, **overrides: Any
 ) -> dict[str, Any]:
-    """The ``aem train`` settings of one run: the shared ``train`` block plus what varies."""
+    """The ``aem train`` settings of one run: the shared ``train`` block plus what varies
+    (``algo`` names an arm of ``config``: its algorithm and its own settings)."""
+    arm = config.arm(algo)
     settings = {
         "save_strategy": "steps",
         "save_steps": config.eval_every,
@@ -69,8 +73,9 @@ def run_settings(
         # Full fine-tuning unless the config asks for LoRA: the tiny models learn from scratch.
         "use_peft": False,
         **config.train,
+        **arm.train,
         **overrides,
-        "algo": algo,
+        "algo": arm.algo,
         "seed": seed,
         "output_dir": str(output_dir),
         "env_ids": [config.env_id],
@@ -132,7 +137,9 @@ def run_one(
         temperature=config.eval_temperature,
         seed=config.eval_seed,
         writer=writer,
+        method=config.eval_method,
     )
+    drift = drift_callback(writer, UnitsWriter(run_dir / UNITS_FILE, resume_step=resume_step))
     tag = f"[{algo}-seed{seed}]"
     trainer = build_trainer(
         train_config,
@@ -140,11 +147,13 @@ def run_one(
         callbacks=[
             writer.callback(),
             log_line_callback(lambda line: log(f"{tag} {line}")),
+            drift,
             heldout,
             *callbacks,
         ],
     )
     heldout.bind(trainer)
+    drift.bind(trainer)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     rollout.progress = lambda line: log(f"{tag} {line}")  # minutes-long rollouts say how far
     log(

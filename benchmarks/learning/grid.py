@@ -7,21 +7,25 @@ report together; the runs (:mod:`~benchmarks.learning.experiment`) and the start
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
+from aem_envs.core.io import atomic_write_json
 from benchmarks.learning.collect import write_results
 from benchmarks.learning.config import (
     DONE_MARKER,
     RUNS_DIR,
     START_DIR,
+    TASK_CHECK_FILE,
     ExperimentError,
     LearningConfig,
 )
 from benchmarks.learning.experiment import run_one
 from benchmarks.learning.report import write_report
 from benchmarks.learning.start import build_start
+from benchmarks.learning.taskcheck import task_check
 
 
 def run_grid(
@@ -46,6 +50,10 @@ def run_grid(
     out.mkdir(parents=True, exist_ok=True)
     start_dir = out / START_DIR
     build_start(config, start_dir, log=log)
+    check_file = out / TASK_CHECK_FILE
+    if not check_file.is_file():  # what the task offers AEM, measured before any RL
+        atomic_write_json(check_file, task_check(config, start_dir, out / ".task-check"))
+        shutil.rmtree(out / ".task-check", ignore_errors=True)
     for algo, seed, name in config.run_names():
         if only and name not in only:
             continue

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,8 +27,9 @@ HELDOUT_KEYS = ("heldout/success_rate", "heldout/score", "heldout/valid_rate", "
 #: Harness-only env ids and the function registering each with Gymnasium.
 def _harness_envs() -> dict[str, Callable[[], str]]:
     from benchmarks.learning import env as pick
+    from benchmarks.learning import fetch
 
-    return {pick.ENV_ID: pick.register}
+    return {pick.ENV_ID: pick.register, fetch.ENV_ID: fetch.register}
 
 
 def ensure_env(env_id: str) -> None:
@@ -96,19 +98,26 @@ def evaluate(
     *,
     temperature: float,
     seed: int,
+    method: str = "play",
 ) -> dict[str, float]:
-    """Play the held-out episodes with ``trainer``'s current model; return their rates.
+    """Score the held-out episodes with ``trainer``'s current model; return their rates.
 
-    Greedy when ``temperature`` is 0, else sampling at that temperature from ``seed``. The
-    global RNG state is saved and restored, so evaluating never changes what training samples.
+    ``method="exact"``: the success probability of the sampling policy, computed
+    (:func:`benchmarks.learning.exact.exact_success`). ``"play"``: the episodes are played,
+    greedily when ``temperature`` is 0, else sampling at that temperature from ``seed``; the
+    RNG state of the CPU and of every CUDA device is saved and restored, so evaluating never
+    changes what training samples.
     """
     import copy
-
-    import torch
 
     from aem_agent.generators import model_generator
 
     model = trainer.model
+    if method == "exact":
+        from benchmarks.learning.exact import exact_success
+
+        exact = exact_success(model, trainer.rollout_func, specs, temperature=temperature)
+        return {k: v for k, v in exact.items() if k.startswith("heldout/")}
     generation = copy.deepcopy(trainer.generation_config)
     if temperature == 0:
         generation.do_sample = False
@@ -127,8 +136,7 @@ def evaluate(
     was_training = model.training
     model.eval()
     try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with isolated_rng(seed):
             episodes = trainer.rollout_func.play(list(specs), generate)
     finally:
         model.train(was_training)
@@ -142,8 +150,26 @@ def evaluate(
     }
 
 
+@contextmanager
+def isolated_rng(seed: int) -> Iterator[None]:
+    """Within: torch's RNGs (the CPU's and every visible CUDA device's) seeded with ``seed``;
+    after: restored, so what runs inside never shifts the training's sampling stream."""
+    import torch
+
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)  # seeds every CUDA device too
+        yield
+
+
 def heldout_callback(
-    specs: Sequence[Any], every: int, *, temperature: float, seed: int, writer: Any
+    specs: Sequence[Any],
+    every: int,
+    *,
+    temperature: float,
+    seed: int,
+    writer: Any,
+    method: str = "play",
 ) -> Any:
     """A ``TrainerCallback`` scoring the held-out split at step 0, every ``every`` steps and at
     the last step, writing one ``heldout/*`` row per evaluation into ``writer`` (metrics.csv).
@@ -170,7 +196,7 @@ def heldout_callback(
             if step in self.scored or self.trainer is None:
                 return
             started = time.perf_counter()
-            stats = evaluate(self.trainer, specs, temperature=temperature, seed=seed)
+            stats = evaluate(self.trainer, specs, temperature=temperature, seed=seed, method=method)
             stats["heldout/seconds"] = time.perf_counter() - started
             writer.add(step, stats)
             self.scored.add(step)

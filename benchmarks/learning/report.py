@@ -20,6 +20,7 @@ from aem_envs.core.io import atomic_write_bytes, atomic_write_text
 
 PLOTS_DIR = "plots"
 CURVES_PNG = "curves.png"
+DRIFT_PNG = "drift.png"
 #: Panels of the curves figure: (title, how to get a (step, value) series from a run).
 PANELS: tuple[tuple[str, str], ...] = (
     ("held-out success", "heldout/success_rate"),
@@ -244,6 +245,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         "## Final held-out success",
         "",
         final_table(results),
+        *_optional_sections(results),
         "## Entropy and advantage balance",
         "",
         entropy_table(results),
@@ -265,6 +267,105 @@ def markdown_report(results: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _optional_sections(results: Mapping[str, Any]) -> list[str]:
+    """The task check, the paired differences and the drift law, where results have them."""
+    lines: list[str] = []
+    check = results.get("task_check")
+    if check:
+        lines += ["## Task check (the start, before any RL)", "", task_check_table(check), ""]
+    paired = [p for p in results.get("paired") or [] if p["n"]]
+    if paired:
+        lines += [
+            f"## Paired differences against {paired[0]['baseline'].upper()}",
+            "",
+            paired_table(paired),
+            "",
+        ]
+    drift = (results.get("drift") or {}).get("all") or {}
+    if drift.get("steps"):
+        lines += [
+            "## Entropy-drift law: predicted against measured, per step",
+            "",
+            drift_table(results["drift"]),
+            "",
+            f"![drift]({PLOTS_DIR}/{DRIFT_PNG})",
+            "",
+        ]
+    return lines
+
+
+def task_check_table(check: Mapping[str, Any]) -> str:
+    """Markdown table of :func:`benchmarks.learning.taskcheck.task_check`'s numbers."""
+    rows = [
+        ("groups × episodes", f"{check['groups']} × {check['group_size']}"),
+        ("units (turn-responses)", str(check["units"])),
+        ("within-group corr(H̄, S̄), all turns", _fmt(check["within_group_correlation"], False)),
+        ("within-group corr(H̄, S̄), first turns", _fmt(check["first_turn_correlation"], False)),
+        ("H̄ range inside groups, median (nats)", _fmt(check["hbar_range_median"], False)),
+        ("H̄ range inside groups, mean (nats)", _fmt(check["hbar_range_mean"], False)),
+        (f"groups under the {check['gate']}-nat gate", f"{_fmt(check['gated_share'])} %"),
+    ]
+    return "\n".join(["| measure | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows)])
+
+
+def paired_table(paired: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown table: each arm minus the baseline, seed by seed, mean and 95 % interval."""
+    lines = [
+        "| arm | paired difference (points) | 95 % interval | seeds |",
+        "|---|---|---|---|",
+    ]
+    for row in paired:
+        interval = (
+            f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}]"
+            if row["low"] is not None
+            else "—"
+        )
+        lines.append(
+            f"| {row['arm'].upper()} | {100 * row['mean']:+.1f} | {interval} | {row['n']} |"
+        )
+    return "\n".join(lines)
+
+
+def drift_table(drift: Mapping[str, Any]) -> str:
+    """Markdown table: correlation and sign agreement of predicted and measured drift."""
+    lines = ["| runs | steps | correlation | sign agreement (%) |", "|---|---|---|---|"]
+    named = [("all", drift["all"]), *sorted(drift.get("per_arm", {}).items())]
+    for name, row in named:
+        lines.append(
+            f"| {name.upper() if name != 'all' else 'all'} | {row['steps']} | "
+            f"{_fmt(row['correlation'], False)} | {_fmt(row['sign_agreement'])} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_drift(results: Mapping[str, Any], path: Path) -> Path | None:
+    """Scatter of predicted against measured entropy change, one point per step and run."""
+    points = []
+    for run in results["runs"]:
+        predicted = dict(series(run, "drift/predicted"))
+        measured = dict(series(run, "drift/measured"))
+        points += [(predicted[s], measured[s]) for s in predicted if s in measured]
+    if not points:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(5, 4))
+    axis.scatter([p for p, _ in points], [m for _, m in points], s=6, alpha=0.5)
+    axis.axhline(0, color="grey", lw=0.5)
+    axis.axvline(0, color="grey", lw=0.5)
+    axis.set_xlabel("predicted: mean α·A·(S̄ − H̄)")
+    axis.set_ylabel("measured: mean ΔH̄ after the update")
+    axis.set_title(f"{results['experiment']}: {len(points)} steps", fontsize=10)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    plt.close(figure)
+    return atomic_write_bytes(path, buffer.getvalue())
+
+
 def html_report(markdown: str, png: bytes | None) -> str:
     """A self-contained HTML page: the markdown as preformatted text plus the embedded plot."""
     image = (
@@ -283,6 +384,7 @@ def html_report(markdown: str, png: bytes | None) -> str:
 def write_report(out: Path, results: Mapping[str, Any]) -> dict[str, Path]:
     """Write report.md, report.html, table.md and plots/curves.png into ``out``."""
     png_path = plot_curves(results, out / PLOTS_DIR / CURVES_PNG)
+    plot_drift(results, out / PLOTS_DIR / DRIFT_PNG)
     text = markdown_report(results)
     paths = {
         "markdown": atomic_write_text(out / "report.md", text),

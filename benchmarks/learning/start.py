@@ -11,7 +11,10 @@ the same rollout (and so the same prompts, history window and reply prefix) the 
 with, built by :func:`aem_agent.train.build_trainer`.
 
 The checkpoint is built in a scratch folder and renamed into place with ``start.json``
-inside, so a half-built start is never used; a rebuilt one is bit-identical (seeded).
+inside, so a half-built start is never used. Built twice by the same code it is bit-identical
+(seeded; ``tests/benchmarks/test_mechanism.py``); a start committed with older code need not
+rebuild identically (the warm-up's draws and the tokenizer corpus have changed since some
+were made), which is why every run reads the committed ``start/`` rather than rebuilding it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,13 @@ from benchmarks.learning.config import (
     LearningConfig,
 )
 from benchmarks.learning.experiment import run_settings
-from benchmarks.learning.heldout import HELDOUT_KEYS, ensure_env, evaluate, heldout_specs
+from benchmarks.learning.heldout import (
+    HELDOUT_KEYS,
+    ensure_env,
+    evaluate,
+    heldout_specs,
+    isolated_rng,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -183,8 +192,7 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
         model.eval()
         probe = [EpisodeSpec(config.env_id, 2_000_000 + i, config.train_split) for i in range(64)]
         generation = trainer.generation_config
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with isolated_rng(seed):
             played = rollout.play(
                 probe,
                 model_generator(
@@ -281,6 +289,7 @@ def _start_heldout(
             heldout_specs(config),
             temperature=config.eval_temperature,
             seed=config.eval_seed,
+            method=config.eval_method,
         )
     finally:
         cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aem_agent.aem import aem_modulate, group_alpha
+from aem_agent.aem import aem_modulate, group_alpha, scope_keys, unit_index
 
 finite = st.floats(min_value=-5.0, max_value=5.0, allow_nan=False, allow_infinity=False)
 entropy = st.floats(min_value=0.0, max_value=8.0, allow_nan=False, allow_infinity=False)
@@ -220,9 +220,99 @@ def test_trajectory_unit_gives_one_alpha_per_episode_in_both_layouts() -> None:
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"lam": -1.0}, "lambda"), ({"unit": "episode"}, "unit"), ({"min_range": -1.0}, "min_range")],
+    [
+        ({"scope": "episode"}, "scope"),
+        ({"unit": "episode"}, "unit"),
+        ({"min_range": -1.0}, "min_range"),
+    ],
 )
 def test_bad_settings_raise_one_clear_error(kwargs: dict, message: str) -> None:
     ent = torch.zeros(2, 3)
     with pytest.raises(ValueError, match=message):
         aem_modulate(torch.zeros(2), ent, torch.ones_like(ent), torch.zeros(2), **kwargs)
+
+
+# ---------------------------------------------------------------------------- the ablations
+@settings(max_examples=60, deadline=None)
+@given(batches(), st.floats(min_value=0.05, max_value=4.0))
+def test_reversed_alpha_is_the_mirror_of_alpha(batch, lam: float) -> None:
+    """λ < 0 weighs a response as λ > 0 weighs the response of mirrored entropy (−H̄)."""
+    _, ent, mask, groups = batch
+    hbar = (ent * mask).sum(1) / mask.sum(1)
+    valid = torch.ones(len(hbar), dtype=torch.bool)
+    reversed_alpha, gated = group_alpha(hbar, groups, valid, lam=-lam)
+    mirrored, mirrored_gated = group_alpha(-hbar, groups, valid, lam=lam)
+    assert torch.equal(gated, mirrored_gated)
+    assert reversed_alpha.tolist() == pytest.approx(mirrored.tolist(), rel=1e-9)
+
+
+def test_reversed_alpha_weighs_surprising_responses_more() -> None:
+    hbar = torch.tensor([0.2, 0.9, 1.6])
+    alpha, _ = group_alpha(hbar, torch.zeros(3), torch.ones(3, dtype=torch.bool), lam=-1.0)
+    assert alpha[0] < alpha[1] < alpha[2]
+    assert alpha.mean().item() == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches(), st.floats(min_value=-3.0, max_value=3.0), st.integers(0, 2**31))
+def test_shuffled_alpha_keeps_each_groups_multiset(batch, lam: float, seed: int) -> None:
+    _, ent, mask, groups = batch
+    hbar = (ent * mask).sum(1) / mask.sum(1)
+    valid = torch.ones(len(hbar), dtype=torch.bool)
+    alpha, gated = group_alpha(hbar, groups, valid, lam=lam)
+    shuffled, shuffled_gated = group_alpha(
+        hbar, groups, valid, lam=lam, shuffle=torch.Generator().manual_seed(seed)
+    )
+    assert torch.equal(gated, shuffled_gated)
+    for g in groups.unique():
+        members = groups == g
+        assert sorted(shuffled[members].tolist()) == sorted(alpha[members].tolist())
+
+
+def test_shuffled_alpha_cuts_the_link_to_entropy() -> None:
+    """Over many draws every unit gets the lowest α of its group sometimes."""
+    hbar = torch.tensor([0.1, 0.5, 0.9, 1.3])
+    valid = torch.ones(4, dtype=torch.bool)
+    alpha, _ = group_alpha(hbar, torch.zeros(4), valid, lam=1.0)
+    lowest = set()
+    for seed in range(40):
+        drawn, _ = group_alpha(
+            hbar, torch.zeros(4), valid, lam=1.0, shuffle=torch.Generator().manual_seed(seed)
+        )
+        lowest.add(int(drawn.argmin()))
+    assert int(alpha.argmin()) == 3 and lowest == {0, 1, 2, 3}
+
+
+def test_scopes_normalise_over_the_group_the_trajectory_or_the_batch() -> None:
+    """Two groups of two step-layout episodes, two turns each: the mean of α is 1 over each
+    GRPO group, each episode's turns or the whole batch, as the scope says."""
+    mask = torch.ones(8, 1)
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    episodes = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    ent = torch.tensor([[0.1], [1.9], [0.7], [1.0], [2.5], [3.9], [3.1], [3.0]])
+    units = unit_index(mask, groups, episode_ids=episodes)
+    adv = torch.ones(8)
+    for scope, keys in (("group", groups), ("trajectory", episodes), ("batch", torch.zeros(8))):
+        assert torch.equal(scope_keys(units, scope), keys.long())
+        alpha, _ = aem_modulate(
+            adv, ent, mask, groups, episode_ids=episodes, scope=scope, min_range=0.0
+        )
+        for key in keys.unique():
+            assert alpha[keys == key].double().mean().item() == pytest.approx(1.0, abs=1e-6)
+    batch_alpha, _ = aem_modulate(adv, ent, mask, groups, scope="batch", min_range=0.0)
+    group_alpha_, _ = aem_modulate(adv, ent, mask, groups, scope="group", min_range=0.0)
+    assert batch_alpha[:4].mean() > 1.0 > batch_alpha[4:].mean()  # group 0 is the calmer one
+    assert not torch.allclose(batch_alpha, group_alpha_)
+
+
+def test_positive_advantage_share_counts_units_not_episodes() -> None:
+    """A failed episode of three turns and a won one of one turn: 1 of 4 units is positive."""
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 0, 0, 0, 0]])
+    turn_ids = torch.tensor([[0, 0, 1, 1, 2, 2], [0, 0, -1, -1, -1, -1]])
+    _, stats = aem_modulate(
+        torch.tensor([-1.0, 1.0]), torch.rand(2, 6), mask, torch.zeros(2), turn_ids=turn_ids
+    )
+    assert stats["positive_advantage_share"] == pytest.approx(0.25)
+    # A group of equal rewards leaves TRL's advantages at rounding noise: not a success.
+    _, stats = aem_modulate(torch.tensor([1e-5, -1e-5]), torch.rand(2, 6), mask, torch.zeros(2))
+    assert stats["positive_advantage_share"] == 0.0

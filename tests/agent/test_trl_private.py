@@ -23,8 +23,8 @@ from aem_agent.trl_private import reply_positions_only
 ROOT = Path(__file__).parents[2]
 PACKAGES = ("aem_agent", "aem_cli", "aem_envs", "benchmarks", "sandboxes")
 HOME = "aem_agent/trl_private.py"
-#: The chunked training step rewinds TRL's step counter and merges its step times; it is
-#: being rewritten (issue 29) and moves its private reads behind GRPOInternals when it lands.
+#: The chunked training step rewinds TRL's step counter and merges its step times (TRL has no
+#: public hook for either); the one named exception, kept beside the step it serves.
 CHUNKED_STEP = (
     "aem_agent/trainer.py",
     "training_step",

@@ -31,6 +31,7 @@ pytest.importorskip("trl")
 from aem_cli.main import main
 from benchmarks.learning import config as lc
 from benchmarks.learning.collect import write_results
+from benchmarks.learning.drift import read_units
 from benchmarks.learning.env import ENV_ID, register
 from benchmarks.learning.grid import run_grid
 from benchmarks.learning.report import final_table
@@ -219,8 +220,15 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     train_steps = [int(r["step"]) for r in rows if r.get("reward")]
     eval_steps = [int(r["step"]) for r in rows if r.get("heldout/success_rate")]
     assert train_steps == [1, 2, 3, 4] and eval_steps == [0, 2, 4]
+    # The drift probe scored every step once, the resumed steps included, each unit once.
+    drift_steps = [int(r["step"]) for r in rows if r.get("drift/measured")]
+    assert drift_steps == [1, 2, 3, 4]
+    units = read_units(run_dir)
+    assert sorted({int(u["step"]) for u in units}) == [1, 2, 3, 4]
+    assert all(u["entropy"] >= 0.0 and u["entropy_after"] >= 0.0 for u in units)
     assert results["runs"][0]["status"] == "done"
-    assert sorted(p.name for p in run_dir.iterdir()) == ["done.json", "final", "metrics.csv"]
+    files = sorted(p.name for p in run_dir.iterdir())
+    assert files == ["done.json", "final", "metrics.csv", "units.csv.gz"]
     final = run_dir / "final"  # the trained weights outlive the checkpoints
     assert (final / "model.safetensors").is_file() and (final / "aem-prompt.json").is_file()
 

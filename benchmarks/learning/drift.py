@@ -1,0 +1,132 @@
+"""The entropy-drift law, checked on every training step: predicted against measured.
+
+Why: AEM's argument is that under natural-gradient updates one sampled response y moves the
+policy's entropy by about η · A · (S(y) − H), S the response's surprisal and H the policy's
+entropy, so weighting typical responses (low H̄) up steers entropy by the sign of A. Here,
+after each update, the step's own units are scored again:
+
+* ``drift/predicted`` = mean over units of α · A · (S̄ − H̄), S̄ the mean per-token surprisal of
+  the sampled reply and H̄ its mean token entropy, both from the sampler before the update —
+  the law's per-token form, summed over the batch as the update sums the units;
+* ``drift/measured`` = mean over units of H̄_after − H̄, H̄_after the mean token entropy of the
+  same reply positions under the updated weights.
+
+The law is a statement about natural gradients; the runs use Adam, so this measures how much
+of it survives (correlation and sign agreement over steps, in the report). Every unit's A, α,
+S̄, H̄ and H̄_after is also written to ``units.csv.gz`` of the run, for the task check and for
+anyone who wants to look closer.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+from pathlib import Path
+from typing import Any
+
+from aem_envs.core.io import atomic_write_bytes
+
+#: The per-unit file of a run.
+UNITS_FILE = "units.csv.gz"
+UNIT_COLUMNS = ("step", "group", "advantage", "alpha", "surprisal", "entropy", "entropy_after")
+#: Per-step keys this probe adds to metrics.csv.
+DRIFT_KEYS = ("drift/predicted", "drift/measured")
+
+
+class UnitsWriter:
+    """Keeps every unit row of a run and rewrites ``units.csv.gz`` atomically after each step;
+    on resume it keeps the rows up to the checkpoint's step (as ``MetricsWriter`` does)."""
+
+    def __init__(self, path: Path, *, resume_step: int | None = None) -> None:
+        self.path = path
+        self.rows: list[dict[str, Any]] = []
+        if resume_step is not None and path.is_file():
+            with gzip.open(path, "rt", newline="") as handle:
+                self.rows = [r for r in csv.DictReader(handle) if int(r["step"]) <= resume_step]
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=UNIT_COLUMNS)
+        writer.writeheader()
+        writer.writerows(self.rows)
+        atomic_write_bytes(self.path, gzip.compress(buffer.getvalue().encode(), mtime=0))
+
+
+def drift_callback(writer: Any, units: UnitsWriter) -> Any:
+    """A ``TrainerCallback`` that, after every optimizer step, scores the step's units again
+    (:mod:`this module <benchmarks.learning.drift>`) and adds ``drift/*`` to ``writer``.
+    Call ``.bind(trainer)`` once the trainer exists."""
+    from transformers import TrainerCallback
+
+    class Drift(TrainerCallback):
+        def __init__(self) -> None:
+            self.trainer: Any = None
+
+        def bind(self, trainer: Any) -> Drift:
+            self.trainer = trainer
+            return self
+
+        def on_step_end(self, args, state, control, **kwargs):
+            record = getattr(self.trainer, "aem_record", None)
+            if record is None or not state.is_world_process_zero:
+                return
+            self.trainer.aem_record = None  # scored once
+            step_rows, stats = measure(self.trainer, record, state.global_step)
+            units.add(step_rows)
+            writer.add(state.global_step, stats)
+
+    return Drift()
+
+
+def measure(trainer: Any, record: Any, step: int) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """The unit rows and the step's ``drift/*`` values for one :class:`AEMRecord`."""
+    import torch
+
+    from aem_agent.aem import unit_mean_entropy
+
+    batch = record.batch
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attention = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    model = trainer.model
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            _, entropies = trainer.score_tokens(
+                model, ids, attention, batch["completion_ids"].size(1), compute_entropy=True
+            )
+    finally:
+        model.train(was_training)
+    after, _ = unit_mean_entropy(entropies.cpu(), record.units)
+    valid = record.valid
+    change = (after - record.hbar)[valid]
+    stats = {"drift/measured": float(change.mean()) if len(change) else 0.0}
+    surprisal = record.surprisal
+    if surprisal is not None:
+        predicted = record.alpha * record.advantage * (surprisal - record.hbar)
+        stats["drift/predicted"] = float(predicted[valid].mean()) if bool(valid.any()) else 0.0
+    rows = []
+    for u in valid.nonzero().squeeze(1).tolist():
+        rows.append(
+            {
+                "step": step,
+                "group": int(record.units.group[u]),
+                "advantage": round(float(record.advantage[u]), 6),
+                "alpha": round(float(record.alpha[u]), 6),
+                "surprisal": round(float(surprisal[u]), 6) if surprisal is not None else "",
+                "entropy": round(float(record.hbar[u]), 6),
+                "entropy_after": round(float(after[u]), 6),
+            }
+        )
+    return rows, stats
+
+
+def read_units(run_dir: Path) -> list[dict[str, float]]:
+    """A run's unit rows as numbers ([] when it has none)."""
+    path = run_dir / UNITS_FILE
+    if not path.is_file():
+        return []
+    with gzip.open(path, "rt", newline="") as handle:
+        return [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(handle)]

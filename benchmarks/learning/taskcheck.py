@@ -1,0 +1,119 @@
+"""Does the task exercise AEM's mechanism? Measured on the start checkpoint, before any RL.
+
+AEM weighs each turn-response by its mean token entropy H̄ inside its GRPO group. That weight
+says "how typical was this response" only if, inside a group, H̄ rises with the response's
+surprisal S̄ (mean −log π per token); and it only acts on groups whose H̄ range reaches the
+0.1-nat gate. So, on groups of episodes sampled from the start (the same task and seed, G
+episodes each, as in training), this reports:
+
+* ``within_group_correlation``: Pearson correlation of H̄ with S̄ over every unit, each
+  centred on its group's mean (so differences between tasks do not count);
+* ``first_turn_correlation``: the same over first turns only, where every member of a group
+  saw the same state, so any link is the sampled response's own;
+* ``hbar_range_median`` / ``hbar_range_mean``: the H̄ range (max − min) inside groups;
+* ``gated_share``: the share of groups whose range is under the gate (α = 1 for all there).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from benchmarks.learning.config import LearningConfig
+from benchmarks.learning.experiment import run_settings
+from benchmarks.learning.heldout import isolated_rng
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from aem_agent.episodes import Episode
+    from aem_agent.rollout import MultiTurnRollout
+
+#: First reset seed of the checked groups: far from the training draws and the warm-up's.
+_SEED_BASE = 3_000_000
+
+
+def task_check(
+    config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int = 40, seed: int = 0
+) -> dict[str, Any]:
+    """Play ``groups`` GRPO groups from the start on training tasks; return the check."""
+    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.generators import model_generator
+    from aem_agent.train import build_config, build_trainer
+
+    train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
+    trainer = build_trainer(train_config, start_dir)
+    rollout = cast("MultiTurnRollout", trainer.rollout_func)
+    size = int(train_config.num_generations or 1)
+    specs = [
+        EpisodeSpec(config.env_id, _SEED_BASE + g, config.train_split)
+        for g in range(groups)
+        for _ in range(size)
+    ]
+    generate = model_generator(
+        cast("PreTrainedModel", trainer.model),
+        cast("PreTrainedTokenizerBase", trainer.processing_class),
+        trainer.generation_config,
+        max_new_tokens=train_config.max_turn_tokens,
+    )
+    try:
+        with isolated_rng(seed):
+            episodes = rollout.play(specs, generate)
+    finally:
+        rollout.close()
+    grouped = [episodes[g * size : (g + 1) * size] for g in range(groups)]
+    return {
+        "groups": groups,
+        "group_size": size,
+        "gate": train_config.aem_min_range,
+        **group_statistics(grouped, gate=train_config.aem_min_range),
+    }
+
+
+def group_statistics(groups: Sequence[Sequence[Episode]], *, gate: float) -> dict[str, Any]:
+    """The check's numbers for played groups (see the module docstring)."""
+    centred: list[tuple[float, float]] = []
+    first: list[tuple[float, float]] = []
+    ranges: list[float] = []
+    for episodes in groups:
+        units = [(ep_turn, turn) for ep in episodes for ep_turn, turn in enumerate(ep.turns)]
+        pairs = [p for _, turn in units if (p := _hbar_surprisal(turn)) is not None]
+        if not pairs:
+            continue
+        ranges.append(max(h for h, _ in pairs) - min(h for h, _ in pairs))
+        centred += _centre(pairs)
+        first += _centre([p for i, t in units if i == 0 and (p := _hbar_surprisal(t))])
+    return {
+        "units": len(centred),
+        "within_group_correlation": _correlation(centred),
+        "first_turn_correlation": _correlation(first),
+        "hbar_range_median": statistics.median(ranges) if ranges else None,
+        "hbar_range_mean": statistics.fmean(ranges) if ranges else None,
+        "gated_share": sum(r < gate for r in ranges) / len(ranges) if ranges else None,
+    }
+
+
+def _hbar_surprisal(turn: Any) -> tuple[float, float] | None:
+    entropies, logprobs = turn.reply.entropies, turn.reply.logprobs
+    if not entropies:
+        return None
+    return statistics.fmean(entropies), -statistics.fmean(logprobs)
+
+
+def _centre(pairs: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    if not pairs:
+        return []
+    mh = statistics.fmean(h for h, _ in pairs)
+    ms = statistics.fmean(s for _, s in pairs)
+    return [(h - mh, s - ms) for h, s in pairs]
+
+
+def _correlation(pairs: Sequence[tuple[float, float]]) -> float | None:
+    if len(pairs) < 3:
+        return None
+    try:
+        return statistics.correlation([h for h, _ in pairs], [s for _, s in pairs])
+    except statistics.StatisticsError:  # no spread at all
+        return None

@@ -1,0 +1,234 @@
+"""The mechanism experiment's instruments: the Fetch task, the task check, exact held-out
+scoring, the arms of a grid, paired differences and a start that rebuilds bit for bit."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+pytest.importorskip("trl")
+
+from benchmarks.learning import config as lc
+from benchmarks.learning import fetch
+from benchmarks.learning.collect import mean_interval, paired_differences
+from benchmarks.learning.experiment import run_settings
+
+
+def fetch_experiment(**overrides) -> lc.LearningConfig:
+    """A tiny Fetch experiment: a 32-wide model warmed up on half-expert replies."""
+    data = {
+        "name": "fetch",
+        "baseline": "grpo",
+        "seeds": [0, 1],
+        "arms": {
+            "grpo": {"algo": "grpo", "seeds": [0, 1, 2]},
+            "aem-reversed": {"train": {"aem_lambda": -1.0}},
+        },
+        "env": {"id": fetch.ENV_ID, "train_split": "train", "eval_split": "test"},
+        "eval": {"every": 2, "tasks": 3, "temperature": 1.0, "seed": 0, "method": "exact"},
+        "model": {"tiny": {"hidden_size": 32, "num_layers": 2, "vocab_size": 400}},
+        "warmup": {
+            "steps": 250,
+            "batch_size": 32,
+            "learning_rate": 0.01,
+            "episodes": 96,
+            "expert_share": 0.5,
+        },
+        "train": {
+            "torch_threads": 1,
+            "rollout_layout": "step",
+            "prompt_style": "compact",
+            "max_turns": 4,
+            "max_turn_tokens": 3,
+            "history_window": 0,
+            "reply_prefix": "<action>",
+            "num_tasks": 64,
+            "max_steps": 2,
+            "per_device_train_batch_size": 16,
+            "num_generations": 8,
+            "max_completion_length": 16,
+            "top_k": 0,
+            "env_workers": 1,
+        },
+    }
+    data.update(overrides)
+    return lc.parse_config(data)
+
+
+@pytest.fixture(scope="module")
+def fetch_start(tmp_path_factory) -> tuple[lc.LearningConfig, object]:
+    from benchmarks.learning.start import build_start
+
+    config = fetch_experiment()
+    start_dir = tmp_path_factory.mktemp("fetch") / lc.START_DIR
+    build_start(config, start_dir, log=lambda _: None)
+    return config, start_dir
+
+
+# ---------------------------------------------------------------------------- the task
+def test_fetch_env_passes_check_env_and_splits_are_disjoint() -> None:
+    fetch.register()
+    env = gym.make(fetch.ENV_ID).unwrapped
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env, skip_render_check=False)
+    train, test = set(env.task_ids("train")), set(env.task_ids("test"))
+    assert len(test) == fetch.SPLIT_SIZES["test"] and train and not train & test
+
+
+def test_fetch_credits_only_the_whole_task_and_an_unlisted_reply_ends_it() -> None:
+    fetch.register()
+    env = gym.make(fetch.ENV_ID).unwrapped
+    _, info = env.reset(seed=5, options={"split": "test"})
+    wanted = list(env._wanted)
+    spare = next(a for a in info["admissible_actions"] if a not in wanted)
+    _, reward, done, _, info = env.step(spare)  # listed, not wanted: a wasted move
+    assert (reward, done, info["action_valid"]) == (0.0, False, True) and env.winnable()
+    for item in wanted[:-1]:
+        _, reward, done, _, info = env.step(item)
+        assert (reward, done) == (0.0, False) and item not in info["admissible_actions"]
+    _, reward, done, _, info = env.step(wanted[-1])
+    assert done and info["won"] and reward == 10.0
+    env.reset(seed=5, options={"split": "test"})
+    _, reward, done, _, info = env.step("cup purple")
+    assert done and not info["won"] and reward == pytest.approx(-0.1)
+    env.reset(seed=5, options={"split": "test"})
+    env.step(spare)
+    env.step(spare)  # two wasted moves: three wanted items no longer fit in the two left
+    assert not env.winnable()
+
+
+# ---------------------------------------------------------------------------- the task check
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
+def test_the_task_check_finds_entropy_that_varies_with_the_response(fetch_start, tmp_path) -> None:
+    """On a tiny start: inside a group, a reply's mean token entropy rises with its surprisal,
+    also among first turns (one state per group), and most groups pass AEM's gate."""
+    from benchmarks.learning.taskcheck import task_check
+
+    config, start_dir = fetch_start
+    check = task_check(config, start_dir, tmp_path, groups=6)
+    assert check["units"] >= 6 * 8
+    assert check["within_group_correlation"] > 0.3
+    assert check["first_turn_correlation"] > 0.3
+    assert check["hbar_range_median"] > check["gate"]
+    assert check["gated_share"] < 0.5
+
+
+# ---------------------------------------------------------------------------- exact scoring
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
+def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
+    """The exact success of the held-out tasks against 300 sampled episodes of each."""
+    import torch
+
+    from aem_agent.generators import model_generator
+    from aem_agent.train import build_config, build_trainer
+    from benchmarks.learning.exact import exact_success
+    from benchmarks.learning.heldout import heldout_specs
+
+    config, start_dir = fetch_start
+    settings = run_settings(config, "grpo", 0, start_dir.parent / "x", save_strategy="no")
+    trainer = build_trainer(build_config(settings)[0], start_dir)
+    rollout = trainer.rollout_func
+    specs = heldout_specs(config)
+    exact = exact_success(trainer.model, rollout, specs)
+    generate = model_generator(
+        trainer.model, trainer.processing_class, trainer.generation_config, max_new_tokens=3
+    )
+    torch.manual_seed(0)
+    played = rollout.play([spec for spec in specs for _ in range(300)], generate)
+    rollout.close()
+    rate = sum(e.won for e in played) / len(played)
+    p = exact["heldout/success_rate"]
+    assert 0.0 < p < 1.0 and 0.0 < exact["heldout/offlist_mass"] < 1.0
+    error = 4 * (p * (1 - p) / len(played)) ** 0.5 + 1e-3
+    # Off-list replies lose in the exact sum; in play an unreadable one only costs a turn.
+    assert p - error <= rate <= p + error + exact["heldout/offlist_mass"]
+    assert len(exact["per_task"]) == len(specs)
+
+
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
+def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
+    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.train import build_config, build_trainer
+    from benchmarks.learning.env import ENV_ID as PICK
+    from benchmarks.learning.env import register
+    from benchmarks.learning.exact import exact_success
+
+    register()
+    config, start_dir = fetch_start
+    settings = run_settings(config, "grpo", 0, start_dir.parent / "y", save_strategy="no")
+    trainer = build_trainer(build_config(settings)[0], start_dir)
+    with pytest.raises(lc.ExperimentError, match="winnable"):
+        exact_success(trainer.model, trainer.rollout_func, [EpisodeSpec(PICK, 0, "test")])
+    trainer.rollout_func.close()
+
+
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
+def test_a_start_rebuilds_bit_identical(fetch_start, tmp_path) -> None:
+    from benchmarks.learning.start import build_start
+
+    config, start_dir = fetch_start
+    again = build_start(config, tmp_path / lc.START_DIR, log=lambda _: None)
+    first = json.loads((start_dir / lc.START_MARKER).read_text())
+    for info in (first, again):
+        info.pop("seconds")
+        info["heldout"].pop("heldout/seconds")
+    assert again == first
+    for name in ("model.safetensors", "tokenizer.json"):
+        assert (tmp_path / lc.START_DIR / name).read_bytes() == (start_dir / name).read_bytes()
+
+
+# ---------------------------------------------------------------------------- the grid
+def test_arms_have_their_own_seeds_and_settings(tmp_path) -> None:
+    config = fetch_experiment()
+    assert config.algorithms == ("grpo", "aem-reversed") and config.seeds == (0, 1, 2)
+    assert [n for *_, n in config.run_names()] == [
+        "grpo-seed0",
+        "aem-reversed-seed0",
+        "grpo-seed1",
+        "aem-reversed-seed1",
+        "grpo-seed2",
+    ]
+    settings = run_settings(config, "aem-reversed", 1, tmp_path)
+    assert (settings["algo"], settings["aem_lambda"], settings["seed"]) == ("aem", -1.0, 1)
+    assert run_settings(config, "grpo", 2, tmp_path)["algo"] == "grpo"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"algorithms": ["grpo"]}, "either algorithms"),
+        ({"baseline": "ppo"}, "baseline"),
+        ({"arms": {"x": {"algo": "ppo"}}}, "algo"),
+        ({"arms": {"x": {"lam": 1}}}, "unknown key"),
+        ({"arms": {"x": {"train": {"seed": 1}}}}, "set by the harness"),
+        ({"eval": {"tasks": 3, "method": "guess"}}, "eval.method"),
+    ],
+)
+def test_bad_arms_name_the_problem(overrides: dict, message: str) -> None:
+    with pytest.raises(lc.ExperimentError, match=message):
+        fetch_experiment(**overrides)
+
+
+def test_paired_differences_pair_seeds_and_give_a_t_interval() -> None:
+    def run(arm: str, seed: int, final: float) -> dict:
+        return {"algo": arm, "seed": seed, "status": "done", "final_heldout_success": final}
+
+    runs = [run("grpo", s, 0.5) for s in range(3)] + [
+        run("aem", 0, 0.6),
+        run("aem", 1, 0.7),
+        run("aem", 2, 0.8),
+        run("aem", 3, 0.9),  # no baseline run for seed 3: not paired
+    ]
+    [row] = paired_differences(runs, "grpo", ["grpo", "aem"])
+    assert row["seeds"] == [0, 1, 2] and row["mean"] == pytest.approx(0.2)
+    half = 4.303 * 0.1 / 3**0.5  # t(0.975, 2 df) · s / √n
+    assert (row["low"], row["high"]) == pytest.approx((0.2 - half, 0.2 + half))
+    assert mean_interval([0.3])["low"] is None

@@ -27,16 +27,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from aem_agent import steps
-from aem_agent.aem import POSITIVE_TOLERANCE, Units
+from aem_agent.aem import POSITIVE_TOLERANCE
 from aem_agent.config import AEMConfig, ConfigError
 from aem_agent.credit import AEM, GRPO, Chain, build
-from aem_agent.credit.base import TurnBatch
+from aem_agent.credit.aem import AEMRecord
 from aem_agent.credit.turns import RowTurns, gather_turns, local_turns, token_advantages
 from aem_agent.step_layout import (
     SOURCE_EXTRA_FORWARD,
@@ -53,22 +52,6 @@ if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
 #: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
-
-
-@dataclass(frozen=True)
-class AEMRecord:
-    """What the last batch's AEM computed per unit (this process's units), kept so that the
-    mechanism can be measured from outside (``benchmarks/learning/drift.py``): the units, their
-    H̄, α, the base advantage A, the per-token surprisal S̄ of the sampled response (when the
-    sampler's log-probs are known) and the batch that was trained on."""
-
-    units: Units
-    hbar: torch.Tensor
-    valid: torch.Tensor
-    alpha: torch.Tensor
-    advantage: torch.Tensor
-    surprisal: torch.Tensor | None
-    batch: dict[str, Any]
 
 
 class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
@@ -271,7 +254,7 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         mine = slice(start, start + len(local))
         out["advantages"] = token_advantages(out["advantages"], credit.advantage[mine], units)
         if "aem/alpha" in credit.units:
-            self.aem_record = _aem_record(credit.units, mine, local, units, out)
+            self.aem_record = AEMRecord.of(credit.units, mine, local, units, out)
 
     def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
         """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
@@ -413,21 +396,3 @@ def _pad_rows(rows: list[list[float]], like: torch.Tensor, fill: float = 0.0) ->
         width = min(len(row), like.shape[1])
         out[i, :width] = torch.tensor(row[:width], dtype=torch.float32)
     return out
-
-
-def _aem_record(
-    values: dict[str, torch.Tensor], mine: slice, local: TurnBatch, units: Units, batch: dict
-) -> AEMRecord:
-    """This process's units of what AEM computed (:attr:`Credit.units`), with S̄ per unit."""
-    surprisal = None
-    if local.logprob is not None:
-        surprisal = -local.logprob.to(torch.float64) / local.tokens.clamp(min=1)
-    return AEMRecord(
-        units,
-        values["aem/entropy"][mine],
-        values["aem/valid"][mine],
-        values["aem/alpha"][mine],
-        values["aem/advantage"][mine],
-        surprisal,
-        batch,
-    )

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
-from aem_agent.aem import POSITIVE_TOLERANCE, Scope, Unit, alpha_stats, group_alpha
+from aem_agent.aem import POSITIVE_TOLERANCE, Scope, Unit, Units, alpha_stats, group_alpha
 from aem_agent.credit.base import Credit, TurnBatch, group_index
 
 
@@ -131,3 +131,43 @@ class AEM:
         count = torch.zeros(n, dtype=torch.float64).index_add_(0, owner, weight)
         group = torch.zeros(n, dtype=torch.long).index_copy_(0, owner, batch.group.to(torch.long))
         return total / count.clamp(min=1), group, count > 0, owner
+
+
+@dataclass(frozen=True)
+class AEMRecord:
+    """What the last batch's AEM computed per unit (this process's units), kept so that the
+    mechanism can be measured from outside (``benchmarks/learning/drift.py``): the units, their
+    H̄, α, the base advantage A, the per-token surprisal S̄ of the sampled response (when the
+    sampler's log-probs are known) and the batch that was trained on."""
+
+    units: Units
+    hbar: torch.Tensor
+    valid: torch.Tensor
+    alpha: torch.Tensor
+    advantage: torch.Tensor
+    surprisal: torch.Tensor | None
+    batch: dict[str, Any]
+
+    @classmethod
+    def of(
+        cls,
+        values: dict[str, torch.Tensor],
+        mine: slice,
+        local: TurnBatch,
+        units: Units,
+        batch: dict[str, Any],
+    ) -> AEMRecord:
+        """This process's units (``mine``) of what :class:`AEM` reported in
+        :attr:`Credit.units`, with S̄ per unit from the sampler's log-probs."""
+        surprisal = None
+        if local.logprob is not None:
+            surprisal = -local.logprob.to(torch.float64) / local.tokens.clamp(min=1)
+        return cls(
+            units,
+            values["aem/entropy"][mine],
+            values["aem/valid"][mine],
+            values["aem/alpha"][mine],
+            values["aem/advantage"][mine],
+            surprisal,
+            batch,
+        )

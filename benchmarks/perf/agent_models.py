@@ -13,10 +13,8 @@ Rows, each beside the peak it is measured against in the same minutes:
 * where a GRPO step of the small agent goes: sampling, the envs, and the update, from a real
   ``aem train`` step (:func:`benchmarks.perf.train_step.one_step`).
 
-Model FLOPs count the matrix products only: 2 per weight of the blocks' linear layers per
-token, the vocabulary projection per scored position, and attention's two products over the
-context; a backward costs twice the forward with every weight trained and once with LoRA
-(no weight gradients for the frozen weights).
+Model FLOPs are :mod:`benchmarks.perf.flops`'s; a backward costs twice the forward with every
+weight trained and once with LoRA (no weight gradients for the frozen weights).
 
 Run ``python -m benchmarks.perf.agent_models [--quick]``; ``aem bench perf`` gathers the rows.
 """
@@ -26,15 +24,15 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from aem_envs.reply import REPLY_FORMAT
 from benchmarks.perf import perf_main, perf_row
+from benchmarks.perf.flops import Shape, beside_peak, matmul_rate
 
 if TYPE_CHECKING:
-    import torch
+    pass
 
 BENCHMARK = "agent models"
 ENV_ID = "aem/ALFWorld-v0"
@@ -59,56 +57,6 @@ NEW_TOKENS = 8
 #: The small agent's GRPO step measured: groups × episodes per group × turns per episode.
 STEP = {"num_tasks": 2, "num_generations": 8, "max_turns": 10}
 QUICK_STEP_TURNS = 3
-
-
-def matmul_rate(dtype: torch.dtype, *, size: int = 1024, seconds: float = 1.0) -> float:
-    """FLOP/s of one thread multiplying two ``size`` × ``size`` matrices of ``dtype``."""
-    import torch
-
-    a = torch.randn(size, size).to(dtype)
-    b = torch.randn(size, size).to(dtype)
-    a @ b  # warm-up: first-call allocation and kernel selection
-    done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        a @ b
-        done += 1
-    return 2 * size**3 * done / (time.perf_counter() - start)
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The matrix-product sizes of a decoder: per-token block weights, head, attention."""
-
-    block_weights: int
-    head_weights: int
-    layers: int
-    attention_width: int
-
-    @classmethod
-    def of(cls, model: Any) -> Shape:
-        import torch
-
-        config = model.config
-        blocks = sum(
-            m.weight.numel()
-            for name, m in model.named_modules()
-            if isinstance(m, torch.nn.Linear) and ".layers." in name and "lora" not in name
-        )
-        return cls(
-            blocks,
-            config.hidden_size * config.vocab_size,
-            config.num_hidden_layers,
-            config.num_attention_heads * (config.hidden_size // config.num_attention_heads),
-        )
-
-    def forward_flops(self, tokens: int, scored: int, attended: int) -> float:
-        """Forward FLOPs of ``tokens`` positions, ``scored`` of them projected onto the
-        vocabulary, with ``attended`` (query, key) pairs in all."""
-        return (
-            2.0 * self.block_weights * tokens
-            + 2.0 * self.head_weights * scored
-            + 4.0 * self.layers * self.attention_width * attended
-        )
 
 
 def expert_turns(tokenizer: Any, count: int) -> list[tuple[list[int], list[int]]]:
@@ -202,20 +150,6 @@ def training_rate(
         len(rows) * width, int(scored.sum()), len(rows) * width**2 // 2
     )
     return tokens / seconds, forward * (2 if lora else 3) / seconds
-
-
-def beside_peak(
-    measure: Callable[[], tuple[float, float]], dtype: torch.dtype
-) -> tuple[float, float, float]:
-    """``measure()``'s (rate, model FLOP/s) and the ``dtype`` matmul rate of the same core
-    taken just before and just after it, averaged.
-
-    Why beside each measurement: on shared cores the rate a core gives moves from one minute
-    to the next, so a utilisation is only meaningful against the peak of the same minutes.
-    """
-    before = matmul_rate(dtype, seconds=0.5)
-    rate, flops = measure()
-    return rate, flops, (before + matmul_rate(dtype, seconds=0.5)) / 2
 
 
 def model_rows(label: str, name: str, *, lora: bool, bf16: bool) -> list[dict[str, Any]]:

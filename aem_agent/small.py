@@ -71,41 +71,25 @@ def split_corpus(
     probability ``explore`` a random admissible action, so both the expert's path and the
     observations off it are in the corpus.
     """
-    import gymnasium as gym
+    from aem_agent.corpus import played_texts
 
-    from aem_agent.policies.base import PolicyInput
-    from aem_agent.prompts import build_messages
-    from aem_envs.registration import resolve_env_id
+    def expert_or_explore(rng: random.Random, actions: list[str], env: Any) -> str:
+        if actions and rng.random() < explore:
+            return rng.choice(actions)
+        return str(env.get_wrapper_attr("expert_action")())
 
-    env = gym.make(resolve_env_id(env_id), **dict(env_kwargs or {}))
-    rng = random.Random(seed)
-    texts: list[str] = []
-    try:
-        for episode in range(episodes):
-            obs, info = env.reset(seed=seed + episode, options={"split": split})
-            history: list[tuple[str, str]] = []
-            for _ in range(max_turns):
-                actions = list(info.get("admissible_actions") or [])
-                inp = PolicyInput(env_id, info["instruction"], obs, history, actions)
-                messages = build_messages(
-                    inp,
-                    history_window=history_window,
-                    style=prompt_style,  # type: ignore[arg-type]  # checked by build_messages
-                )
-                texts.append("\n".join(m["content"] for m in messages))
-                if actions and rng.random() < explore:
-                    action = rng.choice(actions)
-                else:
-                    action = env.get_wrapper_attr("expert_action")()
-                texts.append(action)
-                next_obs, _, terminated, truncated, info = env.step(action)
-                history = [*history, (obs, action)]
-                obs = next_obs
-                if terminated or truncated:
-                    break
-    finally:
-        env.close()
-    return texts
+    return played_texts(
+        env_id,
+        episodes=episodes,
+        split=split,
+        choose=expert_or_explore,
+        reply=str,
+        env_kwargs=env_kwargs,
+        max_turns=max_turns,
+        prompt_style=prompt_style,
+        history_window=history_window,
+        seed=seed,
+    )
 
 
 def build_small_model(

@@ -67,39 +67,21 @@ def warmup_reply(action: str) -> str:
 def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:
     """Texts the tiny tokenizer is trained on: prompts of random episodes on the train split
     and replies in the reply format, so prompt words and action words become single tokens."""
-    import gymnasium as gym
-
-    from aem_agent.policies.base import PolicyInput
-    from aem_agent.prompts import build_messages
-    from aem_envs.registration import resolve_env_id
+    from aem_agent.corpus import played_texts
 
     ensure_env(config.env_id)
-    window = int(config.train.get("history_window", 5))
-    style = config.train.get("prompt_style", "full")
-    env = gym.make(resolve_env_id(config.env_id), **config.env_kwargs)
-    rng = random.Random(seed)
-    texts: list[str] = []
-    try:
-        for episode in range(episodes):
-            obs, info = env.reset(seed=seed + episode, options={"split": config.train_split})
-            history: list[tuple[str, str]] = []
-            for _ in range(int(config.train.get("max_turns", 50))):
-                actions = info["admissible_actions"] or []
-                inp = PolicyInput(config.env_id, info["instruction"], obs, history, actions)
-                messages = build_messages(inp, history_window=window, style=style)
-                texts.append("\n".join(m["content"] for m in messages))
-                if not actions:
-                    break
-                action = rng.choice(actions)
-                texts.append(warmup_reply(action))
-                next_obs, _, terminated, truncated, info = env.step(action)
-                history = [*history, (obs, action)]
-                obs = next_obs
-                if terminated or truncated:
-                    break
-    finally:
-        env.close()
-    return texts
+    return played_texts(
+        config.env_id,
+        episodes=episodes,
+        split=config.train_split,
+        choose=lambda rng, actions, env: rng.choice(actions) if actions else None,
+        reply=warmup_reply,
+        env_kwargs=config.env_kwargs,
+        max_turns=int(config.train.get("max_turns", 50)),
+        prompt_style=config.train.get("prompt_style", "full"),
+        history_window=int(config.train.get("history_window", 5)),
+        seed=seed,
+    )
 
 
 def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:

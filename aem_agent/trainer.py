@@ -190,22 +190,13 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         if not self._chunking_exact():
             return super().training_step(model, inputs, num_items_in_batch)
         model.train()  # as Trainer.training_step does first: generation reads the mode
-        batch = self._prepare_inputs(inputs)  # TRL's: generates, or the buffered slice
+        batch = self.prepared_inputs(inputs)
         lengths = (batch["prompt_mask"].sum(1) + batch["completion_mask"].sum(1)).tolist()
         wanted = steps.plan_calls(lengths, self.args.loss_token_budget)
         device = self.accelerator.device
         n_chunks = int(self.accelerator.gather(torch.tensor([wanted], device=device)).max())
-        first_step, times = self._step, self._metrics["train"]["step_time"]
-        logged = len(times)
-        total = None
-        with self._inputs_prepared():
-            for chunk in steps.chunk_batch(batch, n_chunks) if n_chunks > 1 else [batch]:
-                self._step = first_step  # TRL counts each call as a step: this is one step
-                loss = super().training_step(model, chunk, num_items_in_batch)
-                total = loss if total is None else total + loss
-        if len(times) > logged + 1:  # one step time per step, not one per chunk
-            times[logged:] = [sum(times[logged:])]
-        return total
+        chunks = steps.chunk_batch(batch, n_chunks) if n_chunks > 1 else [batch]
+        return self.train_chunks(model, chunks, num_items_in_batch)
 
     def _chunking_exact(self) -> bool:
         """Whether the micro-batch's loss is a sum of per-token terms over the whole batch.

@@ -16,7 +16,7 @@ the trainer (:class:`aem_agent.trainer.AEMGRPOTrainer`) and the step layout
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import Any
@@ -242,6 +242,34 @@ class GRPOInternals(GRPOTrainer):
             "MoE auxiliary loss": self.aux_loss_enabled,
         }
         return [name for name, on in terms.items() if on]
+
+    def prepared_inputs(self, inputs: Any) -> dict[str, Any]:
+        """TRL's prepared micro-batch: it generates, or hands out the buffered slice
+        (``GRPOTrainer._prepare_inputs``)."""
+        return self._prepare_inputs(inputs)
+
+    def train_chunks(
+        self, model: Any, chunks: Iterable[dict[str, Any]], num_items_in_batch: Any
+    ) -> torch.Tensor:
+        """One training step of TRL's over a prepared batch split into ``chunks``, each
+        back-propagated on its own; the summed loss.
+
+        ``GRPOTrainer.training_step`` counts every call as a step (``_step``, which decides
+        when to generate again) and logs one ``step_time`` per call: the counter is rewound
+        before each chunk and the chunks' times are merged into the step's one.
+        """
+        first_step, times = self._step, self._metrics["train"]["step_time"]
+        logged = len(times)
+        total: torch.Tensor | None = None
+        with self._inputs_prepared():
+            for chunk in chunks:
+                self._step = first_step
+                loss = GRPOTrainer.training_step(self, model, chunk, num_items_in_batch)
+                total = loss if total is None else total + loss
+        if len(times) > logged + 1:
+            times[logged:] = [sum(times[logged:])]
+        assert total is not None, "train_chunks needs at least one chunk"
+        return total
 
     @contextmanager
     def _inputs_prepared(self) -> Iterator[None]:

@@ -213,3 +213,18 @@ def test_a_record_damaged_in_use_names_the_store(generated: Path, in_memory: Cat
         handle.write(b"]]]]")
     with pytest.raises(store.DamagedStoreError, match="delete that folder"):
         stored.products[0]
+
+
+@pytest.mark.slow
+def test_a_100k_catalog_plays_the_same_from_its_store(tmp_path: Path) -> None:
+    """At the scale where the store starts to matter, the same seeded episodes and rewards."""
+    write_catalog(100_000, GOALS, SEED, tmp_path, compress=False)
+    reference = WebShopEnv(catalog=load_original(tmp_path))
+    stored = WebShopEnv(data_dir=tmp_path)
+    assert isinstance(stored.catalog.products, KeyedRecords)
+    rewards = []
+    for seed in range(4):
+        expected = _play(reference, seed)
+        assert _play(stored, seed) == expected
+        rewards.append(expected[-1][2])
+    assert max(rewards) > 0

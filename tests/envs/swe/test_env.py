@@ -282,7 +282,9 @@ def test_a_missing_image_is_an_infra_error_at_reset(docker_engine):
 def test_grading_past_its_time_limit_is_an_infra_error(backend, request):
     request.getfixturevalue("docker_engine" if backend == "docker" else "bubblewrap")
     before = _own_containers() if backend == "docker" else set()
-    environment = SWEEnv(backend=backend, max_steps=10, eval_timeout=0.2)
+    # 10 ms: no grading (git apply, then a Python test run) ends that fast; at 0.2 s one
+    # bubblewrap grading in about eight did, and the episode was graded.
+    environment = SWEEnv(backend=backend, max_steps=10, eval_timeout=0.01)
     try:
         environment.reset(options={"task_id": IDS[0]})
         _assert_infra_end(environment.step("submit"), "timeout")

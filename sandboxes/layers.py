@@ -91,11 +91,8 @@ def digest(*parts: str | bytes) -> str:
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def base_tag() -> str:

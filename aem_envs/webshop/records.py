@@ -170,15 +170,12 @@ class OriginalFiles:
             if path is None:
                 digests.append(_file_digest(encode_json(_ABSENT[kind])))
                 continue
-            digest = hashlib.sha256()
             try:
                 opener = gzip.open if path.suffix == ".gz" else open
                 with opener(path, "rb") as handle:
-                    for block in iter(lambda: handle.read(1 << 20), b""):
-                        digest.update(block)
+                    digests.append(hashlib.file_digest(handle, "sha256").hexdigest())
             except (OSError, EOFError) as exc:
                 raise DataError(f"{path}: cannot read the file ({exc})") from exc
-            digests.append(digest.hexdigest())
         return _digest(digests)
 
     def fingerprint(self) -> list[list[Any]]:

@@ -48,10 +48,9 @@ from aem_agent.train import (
     resolve_model,
     save_policy,
 )
+from aem_envs.core.base import TRAIN_SPLIT
 from aem_envs.core.errors import AEMError
 
-#: The split expert data may come from: the others are for measuring, never for training.
-TRAIN_SPLIT = "train"
 SETTINGS_FILE = "aem-sft.json"
 #: What ``aem sft`` writes into an output directory; ``overwrite`` replaces exactly these.
 OUTPUTS = (PROMPT_FILE, SETTINGS_FILE, ADAPTER_DIR, METRICS_FILE)

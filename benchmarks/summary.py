@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-#: The one split aem's training commands (``aem sft``, ``aem train``) draw tasks from; every
-#: other split is held out of training.
-TRAINING_SPLIT = "train"
+from aem_envs.core.base import TRAIN_SPLIT
 
 HEADERS = ("policy", "env", "split", "success", "score", "invalid", "steps", "time/ep")
 
@@ -21,7 +19,7 @@ HEADERS = ("policy", "env", "split", "success", "score", "invalid", "steps", "ti
 def split_label(splits: Iterable[str | None]) -> str:
     """``valid_unseen (held-out)``, ``train (training split)``, or several joined by ``+``."""
     names = sorted({str(s) for s in splits})
-    kind = "training split" if TRAINING_SPLIT in names else "held-out"
+    kind = "training split" if TRAIN_SPLIT in names else "held-out"
     return f"{'+'.join(names)} ({kind})"
 
 

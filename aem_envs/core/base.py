@@ -35,6 +35,9 @@ class _Episode:
     actions: list[str] = field(default_factory=list)
 
 
+TRAIN_SPLIT = "train"  #: the split agents train on; every other one is held out of training
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class of every aem environment (``gymnasium.Env[str, str]``).
 
@@ -61,7 +64,7 @@ class TextEnv(gym.Env[str, str]):
     max_action_length: ClassVar[int] = 1 << 13
     default_max_steps: ClassVar[int] = 50
     #: Splits in the order ``aem envs`` prints them.
-    splits: ClassVar[tuple[str, ...]] = ("train",)
+    splits: ClassVar[tuple[str, ...]] = (TRAIN_SPLIT,)
     #: Words shaped like this env's commands, for readable random samples of the action space.
     action_vocabulary: ClassVar[Sequence[str] | None] = None
 
@@ -131,7 +134,7 @@ class TextEnv(gym.Env[str, str]):
     def default_split(cls) -> str:
         """The split ``reset()`` draws from without a ``split`` option: ``train`` where the
         env has one (an agent trains on it), else the env's only or first split."""
-        return "train" if "train" in cls.splits else cls.splits[0]
+        return TRAIN_SPLIT if TRAIN_SPLIT in cls.splits else cls.splits[0]
 
     @classmethod
     def task_set_summary(cls) -> dict[str, dict[str, int]]:

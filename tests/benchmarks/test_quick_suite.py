@@ -16,11 +16,11 @@ import pytest
 from aem_agent.models import REFERENCE_DIR
 from aem_agent.prompts import read_prompt_layout
 from aem_envs.alfworld import ALFWorldEnv
+from aem_envs.core.base import TRAIN_SPLIT
 from aem_envs.core.errors import AEMError
 from aem_envs.registration import entry as registered
 from benchmarks.runner import plan, policy_source, run_bench
 from benchmarks.suite import Suite, load_suite, spread
-from benchmarks.summary import TRAINING_SPLIT
 
 QUICK = load_suite("quick")
 SMOKE = load_suite("smoke")
@@ -30,7 +30,7 @@ MAIN_JOB = ("expert", "smollm2", "aem-ref")
 def test_quick_tasks_are_the_held_out_split_spread_by_rule_for_every_policy() -> None:
     (entry,) = QUICK.envs
     assert entry.env_id == "aem/ALFWorld-v0"
-    assert entry.split is not None and entry.split != TRAINING_SPLIT
+    assert entry.split is not None and entry.split != TRAIN_SPLIT
     assert not entry.task_ids, "no hand-picked ids: the rule picks them"
     env = ALFWorldEnv()  # ids repeat across splits (as ALFWorld's do): the split is the key
     try:

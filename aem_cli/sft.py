@@ -23,13 +23,13 @@ from aem_cli.run_flags import add_run_flags
 from aem_envs.reply import REPLY_FORMAT
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
-    from aem_agent.sft import SFTSettings
+    from aem_agent.sft.finetune import SFTSettings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from aem_agent.batches import LAYOUTS
     from aem_agent.prompts import PROMPT_STYLES
-    from aem_agent.sft import TRAIN_SPLIT, SFTSettings
+    from aem_agent.rollout.batches import LAYOUTS
+    from aem_agent.sft.finetune import TRAIN_SPLIT, SFTSettings
 
     defaults = SFTSettings(env_ids=(), output_dir="")
     parser = subparsers.add_parser(
@@ -139,7 +139,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> SFTSettings:
-    from aem_agent.sft import SFTSettings
+    from aem_agent.sft.finetune import SFTSettings
 
     return SFTSettings(
         env_ids=list(args.env_ids),
@@ -173,7 +173,7 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aem_agent.sft import check_settings, run_sft
+    from aem_agent.sft.finetune import check_settings, run_sft
 
     settings = settings_from_args(args)
     check_settings(settings)  # one line for a bad split or output dir, before loading anything

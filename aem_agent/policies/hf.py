@@ -33,7 +33,7 @@ class HFPolicy(Policy):
     ``reply_prefix`` pre-fills the start of every reply (e.g. the action tag, which gets very
     small models to answer with an action): its tokens end the prompt ids, and ``reply`` is the
     prefix plus the decoded completion. Training rollouts apply the same setting
-    (:class:`aem_agent.rollout.MultiTurnRollout`), so a trained model is benchmarked as it
+    (:class:`aem_agent.rollout.groups.MultiTurnRollout`), so a trained model is benchmarked as it
     was trained. A checkpoint written by ``aem train`` or ``aem sft`` carries the prompt
     settings it was trained with (``aem-prompt.json``): history window, reply prefix, system
     prompt, prompt style and new tokens per turn left unset here are taken from it.
@@ -63,7 +63,7 @@ class HFPolicy(Policy):
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         if model_path is None:
-            from aem_agent.models import smollm2_checkpoint
+            from aem_agent.models.bundled import smollm2_checkpoint
 
             model_path = smollm2_checkpoint()
         path = Path(model_path).expanduser()

@@ -61,7 +61,7 @@ def load_policy(spec: str, **kwargs: Any) -> Policy:
         # The 135M model rarely opens the reply format by itself; starting it does the rest.
         return HFPolicy(None, **{"reply_prefix": SMOLLM2_REPLY_PREFIX, **kwargs})
     if spec == "aem-ref":
-        from aem_agent.models import reference_checkpoint
+        from aem_agent.models.bundled import reference_checkpoint
 
         return HFPolicy(reference_checkpoint(), **kwargs)
     if spec.startswith("hf:") and spec[3:]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aem_agent.metrics import as_number
+from aem_agent.grpo.metrics import as_number
 from aem_envs.core.errors import DataError
 from aem_envs.core.io import atomic_write_json
 from benchmarks.learning.config import (
@@ -90,7 +90,7 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
     and per algorithm the final held-out success as mean ± std over the finished seeds."""
     import statistics
 
-    from aem_agent.train import METRICS_FILE
+    from aem_agent.grpo.run import METRICS_FILE
 
     start_file = out / START_DIR / START_MARKER
     start = json.loads(start_file.read_text(encoding="utf-8")) if start_file.is_file() else None

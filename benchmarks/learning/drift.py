@@ -84,7 +84,7 @@ def measure(trainer: Any, record: Any, step: int) -> tuple[list[dict[str, Any]],
     """The unit rows and the step's ``drift/*`` values for one :class:`AEMRecord`."""
     import torch
 
-    from aem_agent.aem import unit_mean_entropy
+    from aem_agent.credit.modulation import unit_mean_entropy
 
     batch = record.batch
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)

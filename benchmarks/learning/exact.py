@@ -32,9 +32,9 @@ from benchmarks.learning.config import ExperimentError
 if TYPE_CHECKING:
     import gymnasium as gym
 
-    from aem_agent.episodes import EpisodeSpec
     from aem_agent.policies.base import PolicyInput
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
+    from aem_agent.rollout.records import EpisodeSpec
 
 #: Most (context + reply) sequences in one forward: bounds memory, not the result.
 BATCH_SEQUENCES = 256
@@ -66,8 +66,8 @@ def exact_success(
     """
     import torch
 
-    from aem_agent.episodes import Episode
     from aem_agent.policies.base import PolicyInput
+    from aem_agent.rollout.records import Episode
 
     if rollout.layout != "step":
         raise ExperimentError(

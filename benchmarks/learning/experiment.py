@@ -7,7 +7,7 @@ tasks no run trained on. The harness holds everything but the algorithm fixed:
 * one start checkpoint (``start/``), built once — a tiny model from a config (or a local
   checkpoint) plus an optional supervised warm-up to "valid but random" actions — and read by
   every run;
-* every run goes through :func:`aem_agent.train.build_config` / ``build_trainer`` (the code
+* every run goes through :func:`aem_agent.grpo.run.build_config` / ``build_trainer`` (the code
   path of ``aem train``) with the same ``train`` settings; a run's seed drives its task draw,
   data order and sampling, so the AEM and GRPO runs of one seed see the same tasks;
 * the held-out split is scored every ``eval.every`` steps on a fixed list of distinct tasks,
@@ -55,7 +55,7 @@ from benchmarks.learning.heldout import (
 )
 
 if TYPE_CHECKING:
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
 
 
 # ---------------------------------------------------------------------------- trainer settings
@@ -109,8 +109,8 @@ def run_one(
     Returns the run's ``done.json`` content. A run already marked done is returned as is.
     ``callbacks`` are extra ``TrainerCallback`` objects (tests use one to kill a run).
     """
-    from aem_agent.metrics import MetricsWriter, log_line_callback
-    from aem_agent.train import (
+    from aem_agent.grpo.metrics import MetricsWriter, log_line_callback
+    from aem_agent.grpo.run import (
         FINAL_DIR,
         METRICS_FILE,
         build_config,
@@ -196,8 +196,8 @@ def save_final(trainer: Any, train_config: Any, out: Path) -> Path:
     on disk once for every run. Written in a scratch folder and renamed into place, so a
     killed save never leaves a partial ``final/``.
     """
+    from aem_agent.grpo.run import prompt_layout
     from aem_agent.prompts import write_prompt_layout
-    from aem_agent.train import prompt_layout
 
     scratch = out.with_name(out.name + ".partial")
     shutil.rmtree(scratch, ignore_errors=True)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from benchmarks.learning.config import START_MARKER, ExperimentError, LearningConfig
 
 if TYPE_CHECKING:
-    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.rollout.records import EpisodeSpec
     from aem_envs.core.base import TextEnv
 
 #: Metric keys of the held-out evaluation rows in a run's metrics.csv.
@@ -51,7 +51,7 @@ def heldout_specs(config: LearningConfig) -> list[Any]:
     """
     import gymnasium as gym
 
-    from aem_agent.episodes import EpisodeSpec
+    from aem_agent.rollout.records import EpisodeSpec
     from aem_envs.registration import resolve_env_id
     from benchmarks.suite import spread
 
@@ -110,7 +110,7 @@ def evaluate(
     """
     import copy
 
-    from aem_agent.generators import model_generator
+    from aem_agent.rollout.samplers import model_generator
 
     model = trainer.model
     if method == "exact":

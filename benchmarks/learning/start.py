@@ -8,7 +8,7 @@ admissible action teach the format and nothing about which action is right: the 
 share of the replies is the env's expert action instead (see :func:`warmup_teacher`). The
 warm-up data are played through
 the same rollout (and so the same prompts, history window and reply prefix) the runs train
-with, built by :func:`aem_agent.train.build_trainer`.
+with, built by :func:`aem_agent.grpo.run.build_trainer`.
 
 The checkpoint is built in a scratch folder and renamed into place with ``start.json``
 inside, so a half-built start is never used. Built twice by the same code it is bit-identical
@@ -46,7 +46,7 @@ from benchmarks.learning.heldout import (
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
 
 #: The least share of valid actions a warmed-up start must sample on training tasks: below it
 #: the start has not learnt the reply format and every run would compare two broken policies.
@@ -67,7 +67,7 @@ def warmup_reply(action: str) -> str:
 def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -> list[str]:
     """Texts the tiny tokenizer is trained on: prompts of random episodes on the train split
     and replies in the reply format, so prompt words and action words become single tokens."""
-    from aem_agent.corpus import played_texts
+    from aem_agent.models.corpus import played_texts
 
     ensure_env(config.env_id)
     return played_texts(
@@ -85,7 +85,7 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 
 
 def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:
-    """A rollout :data:`aem_agent.rollout.Teacher` replying (:func:`warmup_reply`) with the
+    """A rollout :data:`aem_agent.rollout.groups.Teacher` replying (:func:`warmup_reply`) with the
     env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
     from the env's own admissible list on the rest.
 
@@ -125,9 +125,9 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     """
     import torch
 
-    from aem_agent.episodes import EpisodeSpec
-    from aem_agent.generators import model_generator
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.grpo.run import build_config, build_trainer
+    from aem_agent.rollout.records import EpisodeSpec
+    from aem_agent.rollout.samplers import model_generator
 
     warm = config.warmup
     seed = int(warm.get("seed", 0))
@@ -203,8 +203,8 @@ def build_start(
     marker = start_dir / START_MARKER
     if marker.is_file():
         return json.loads(marker.read_text(encoding="utf-8"))
-    from aem_agent.tiny import build_tiny_model
-    from aem_agent.train import resolve_model
+    from aem_agent.grpo.run import resolve_model
+    from aem_agent.models.tiny import build_tiny_model
     from aem_envs.core.io import atomic_write_json
 
     started = time.perf_counter()
@@ -258,7 +258,7 @@ def _start_heldout(
 ) -> tuple[dict[str, float], int]:
     """Held-out rates of the start checkpoint, scored exactly as the runs score it, and the
     model's parameter count. A pass of a real model is minutes on CPU: it says how far it is."""
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.grpo.run import build_config, build_trainer
 
     train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
     trainer = build_trainer(train_config, model_dir)

@@ -28,8 +28,8 @@ from benchmarks.learning.heldout import isolated_rng
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from aem_agent.episodes import Episode
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
+    from aem_agent.rollout.records import Episode
 
 #: First reset seed of the checked groups: far from the training draws and the warm-up's.
 _SEED_BASE = 3_000_000
@@ -39,9 +39,9 @@ def task_check(
     config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int = 40, seed: int = 0
 ) -> dict[str, Any]:
     """Play ``groups`` GRPO groups from the start on training tasks; return the check."""
-    from aem_agent.episodes import EpisodeSpec
-    from aem_agent.generators import model_generator
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.grpo.run import build_config, build_trainer
+    from aem_agent.rollout.records import EpisodeSpec
+    from aem_agent.rollout.samplers import model_generator
 
     train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
     trainer = build_trainer(train_config, start_dir)

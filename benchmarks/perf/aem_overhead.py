@@ -55,7 +55,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     try:
-        from aem_agent.models import smollm2_checkpoint
+        from aem_agent.models.bundled import smollm2_checkpoint
 
         model_dir = smollm2_checkpoint()
     except MissingDependencyError as exc:
@@ -100,8 +100,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> Any:
-    from aem_agent.config import AEMConfig
-    from aem_agent.train import build_trainer
+    from aem_agent.grpo.config import AEMConfig
+    from aem_agent.grpo.run import build_trainer
 
     config = AEMConfig(
         output_dir=output_dir,

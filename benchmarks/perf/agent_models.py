@@ -5,7 +5,7 @@ Rows, each beside the peak it is measured against in the same minutes:
 * ``matmul rate``: one thread multiplying 1024 × 1024 matrices, float32 and bfloat16 — the
   ceiling every other row is a share of (model-FLOP utilisation, MFU);
 * per model (the small agent ``aem-small-init`` and SmolLM2-135M): sampled tokens/s of the
-  rollout's own sampler (:func:`aem_agent.generators.model_generator`, i.e. HF ``generate``)
+  rollout's own sampler (:func:`aem_agent.rollout.samplers.model_generator`, i.e. HF ``generate``)
   on a batch of real ALFWorld step-layout contexts, and trained tokens/s of a forward and
   backward over the same rows (reply positions scored, as the trainer scores them), each with
   the model FLOPs it achieved as a share of the matmul rate measured just before and after it
@@ -62,9 +62,9 @@ QUICK_STEP_TURNS = 3
 def expert_turns(tokenizer: Any, count: int) -> list[tuple[list[int], list[int]]]:
     """``count`` (context, reply) token ids of the searching expert's train-split turns,
     rendered by the rollout in :data:`LAYOUT` for ``tokenizer``."""
-    from aem_agent.demonstrations import expert_teacher
-    from aem_agent.episodes import EpisodeSpec
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
+    from aem_agent.rollout.records import EpisodeSpec
+    from aem_agent.sft.demonstrations import expert_teacher
 
     rollout = MultiTurnRollout(
         tokenizer, max_turns=30, env_kwargs={"expert": "search"}, workers=1, **LAYOUT
@@ -86,7 +86,7 @@ def sampling_rate(model: Any, tokenizer: Any, contexts: list[list[int]]) -> tupl
     reply exactly :data:`NEW_TOKENS` long."""
     from transformers import GenerationConfig
 
-    from aem_agent.generators import model_generator
+    from aem_agent.rollout.samplers import model_generator
 
     config = GenerationConfig(
         do_sample=True,
@@ -158,7 +158,7 @@ def model_rows(label: str, name: str, *, lora: bool, bf16: bool) -> list[dict[st
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from aem_agent.train import resolve_model
+    from aem_agent.grpo.run import resolve_model
 
     directory = resolve_model(name)
     tokenizer = AutoTokenizer.from_pretrained(directory)

@@ -13,7 +13,7 @@ a fresh child process (so peak RSS is its own), one after the other in this scri
 * ``baseline``: the earlier CPU defaults — every weight trained in float32, TRL's default
   gradient checkpointing, the ``full`` prompt with a history window of 5, turn rows in chunks
   of up to 4,096 tokens — and the earlier head: TRL's fused head projecting every position of
-  a row onto the vocabulary, as it does off Triton (``aem_agent.head`` is bypassed). Its
+  a row onto the vocabulary, as it does off Triton (``aem_agent.grpo.lm_head`` is bypassed). Its
   rollout needs no adapter merge: it has no adapter.
 
 What this does *not* capture: the earlier code also ran TRL's forwards over episode rows
@@ -38,7 +38,7 @@ from aem_envs.reply import REPLY_FORMAT
 from benchmarks.perf import perf_main, perf_row
 
 if TYPE_CHECKING:
-    from aem_agent.rollout import MultiTurnRollout
+    from aem_agent.rollout.groups import MultiTurnRollout
 
 BENCHMARK = "train step"
 ENV_ID = "aem/ALFWorld-v0"
@@ -100,9 +100,9 @@ def one_step(
 
     import torch
 
-    from aem_agent import rollout as rollout_module
-    from aem_agent import trl_private
-    from aem_agent.train import build_config, build_trainer, resolve_model
+    from aem_agent.grpo import trl_private
+    from aem_agent.grpo.run import build_config, build_trainer, resolve_model
+    from aem_agent.rollout import groups as rollout_module
 
     torch.set_num_threads(1)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -200,7 +200,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     from aem_envs.registration import ENTRIES
 
     try:
-        from aem_agent.models import smollm2_checkpoint
+        from aem_agent.models.bundled import smollm2_checkpoint
 
         smollm2_checkpoint()
     except MissingDependencyError as exc:

@@ -3,7 +3,7 @@
 Why build one: unit tests of rollouts and the trainer need a real tokenizer, a chat template
 and a causal LM that TRL accepts, but must run offline in CI in well under a second per step.
 A byte-level BPE trained on a few sentences plus a 2-layer ``Qwen2ForCausalLM`` is all that;
-the builder lives in :mod:`aem_agent.tiny`, shared with the learning experiments.
+the builder lives in :mod:`aem_agent.models.tiny`, shared with the learning experiments.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import gymnasium as gym
 import pytest
 
 from aem_agent.credit import Credit, TurnBatch
-from aem_agent.tiny import CHATML_TEMPLATE, build_tiny_model
+from aem_agent.models.tiny import CHATML_TEMPLATE, build_tiny_model
 from aem_envs.core.base import TextEnv
 from aem_envs.core.outcome import Outcome, Task
 

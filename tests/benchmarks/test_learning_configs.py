@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aem_agent.train import build_config
+from aem_agent.grpo.run import build_config
 from benchmarks.learning.config import load_config
 from benchmarks.learning.experiment import run_settings
 

@@ -127,8 +127,8 @@ def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
     """The exact success of the held-out tasks against 300 sampled episodes of each."""
     import torch
 
-    from aem_agent.generators import model_generator
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.grpo.run import build_config, build_trainer
+    from aem_agent.rollout.samplers import model_generator
     from benchmarks.learning.exact import exact_success
     from benchmarks.learning.heldout import heldout_specs
 
@@ -155,8 +155,8 @@ def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
 
 @pytest.mark.slow  # builds a tiny start (about 30 s on one core)
 def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
-    from aem_agent.episodes import EpisodeSpec
-    from aem_agent.train import build_config, build_trainer
+    from aem_agent.grpo.run import build_config, build_trainer
+    from aem_agent.rollout.records import EpisodeSpec
     from benchmarks.learning.env import ENV_ID as PICK
     from benchmarks.learning.env import register
     from benchmarks.learning.exact import exact_success

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from aem_agent.models import REFERENCE_DIR
+from aem_agent.models.bundled import REFERENCE_DIR
 from aem_agent.prompts import read_prompt_layout
 from aem_envs.alfworld import ALFWorldEnv
 from aem_envs.core.base import TRAIN_SPLIT

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 import torch
 
-from aem_agent.aem import aem_modulate
 from aem_agent.credit import AEM, GRPO, Chain, Credit, CreditError, GiGPO, TurnBatch, build, parse
+from aem_agent.credit.modulation import aem_modulate
 from aem_agent.credit.turns import RowTurns, local_turns, token_advantages
 from tests.agent.conftest import Doubling
 
@@ -100,7 +100,7 @@ def test_a_chain_feeds_each_estimator_the_previous_advantage() -> None:
 
 
 def test_names_select_estimators(tmp_path, registered_double) -> None:
-    from aem_agent.config import AEMConfig
+    from aem_agent.grpo.config import AEMConfig
 
     config = AEMConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[])
     assert [type(e) for e in build("gigpo+aem", config).estimators] == [GiGPO, AEM]

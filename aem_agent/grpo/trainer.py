@@ -1,0 +1,390 @@
+"""``AEMGRPOTrainer``: TRL's GRPO trainer with turn-level credit assignment (AEM by default).
+
+The only change w.r.t. ``GRPOTrainer`` is the advantage: after TRL has computed the group
+advantage, a credit chain (:mod:`aem_agent.credit`, ``docs/credit.md``) turns it into one
+advantage per turn — AEM's entropy weight α (``docs/aem.md``), GiGPO's step-level advantage,
+both, or a user's estimator. The loss, optimizer, sampling and everything else stay TRL's.
+With the step layout the batch TRL scored (one row per episode) is rewritten into one row per
+turn by :class:`aem_agent.grpo.step_layout.StepLayoutMixin` first; that is a change of rows, not of
+the algorithm. What this relies on inside TRL is :mod:`aem_agent.grpo.trl_private`.
+
+Where the per-token entropies AEM needs come from, cheapest first (no extra forward pass when
+they are already known):
+
+1. the sampler: :class:`aem_agent.rollout.groups.MultiTurnRollout` returns the entropy of every
+token
+   it generated, computed from the same logits it sampled from;
+2. the old-policy forward: when one runs anyway (gradient accumulation not aligned with
+   generation, or vLLM importance-sampling correction), it is asked for entropies as well;
+3. otherwise one extra no-grad forward over the rows. ``aem/entropy_source`` in the logs says
+   which one ran (1, 2 or 3).
+
+A GRPO group's turns may sit on several processes, so each process sums up its own turns
+(mean entropy, reward, state, ...) and only those per-turn values are gathered before the
+chain runs; each process then keeps the advantages of its own turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from aem_agent.credit import AEM, GRPO, Chain, build
+from aem_agent.credit.aem import AEMRecord
+from aem_agent.credit.modulation import POSITIVE_TOLERANCE
+from aem_agent.credit.turns import RowTurns, gather_turns, local_turns, token_advantages
+from aem_agent.grpo import turn_rows
+from aem_agent.grpo.config import AEMConfig, ConfigError
+from aem_agent.grpo.step_layout import (
+    SOURCE_EXTRA_FORWARD,
+    SOURCE_OLD_POLICY,
+    SOURCE_SAMPLER,
+    StepLayoutMixin,
+)
+from aem_agent.grpo.trl_private import GRPOInternals
+
+if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
+    from peft import PeftConfig
+    from transformers import PreTrainedModel
+
+#: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
+#: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
+CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
+
+
+class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
+    """GRPO with turn-level credit (``args.credit``; AEM by default); ``credit="grpo"``,
+    ``aem_enabled=False`` or λ = 0 is GRPO.
+
+    Logged each step (besides TRL's metrics and each estimator's own, e.g. ``gigpo/*``):
+    ``aem/entropy_mean``, ``aem/alpha_min``, ``aem/alpha_max``, ``aem/alpha_std``,
+    ``aem/gated_share``, ``aem/units`` (whenever entropies are known),
+    ``aem/positive_advantage_share``, ``aem/entropy_source``, ``episode/infra_failed`` and,
+    when the rollout reports them, ``episode/success_rate``, ``episode/score``,
+    ``episode/turns`` and ``episode/valid_rate``.
+
+    The step layout's rows come from :class:`~aem_agent.grpo.step_layout.StepLayoutMixin`
+    (``_step_batch``, ``_step_turns``, ``_step_forward``, ``_step_reference``).
+    """
+
+    args: AEMConfig
+    model: PreTrainedModel | torch.nn.Module  # GRPOTrainer always has one (Trainer allows None)
+
+    def __init__(
+        self,
+        model: Any,
+        reward_funcs: Any = None,
+        args: AEMConfig | None = None,
+        train_dataset: Any = None,
+        processing_class: Any = None,
+        rollout_func: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Like ``GRPOTrainer``; without ``rollout_func``, ``train_dataset`` and
+        ``environment_factory`` the trainer builds them from ``args`` (as TRL trainers build
+        default ``args``): the multi-turn rollout over ``args.env_ids``, its task dataset and
+        the episode reward. Without ``peft_config`` and with ``args.use_peft`` it builds the
+        LoRA adapter of ``args`` (:func:`lora_config`), so ``aem train`` and the tests make
+        the trainer with one and the same call.
+
+        With ``environment_factory`` (e.g. :func:`aem_agent.grpo.tool_env.environment_factory`)
+        TRL's own tool loop plays the episodes, one row each, so ``rollout_layout`` must be
+        ``"trajectory"``; the rollout settings of ``args`` (``env_ids``, ``max_turns``, …) are
+        not used there."""
+        if not isinstance(args, AEMConfig):
+            raise ConfigError("AEMGRPOTrainer needs args=AEMConfig(...)")
+        tool_loop = kwargs.get("environment_factory") is not None
+        if tool_loop and args.rollout_layout != "trajectory":
+            raise ConfigError(
+                "environment_factory plays TRL's tool loop, one row per episode; set "
+                "rollout_layout='trajectory' in the AEMConfig"
+            )
+        if rollout_func is None and train_dataset is None and not tool_loop:
+            from aem_agent.rollout.batches import episode_reward
+            from aem_agent.rollout.groups import MultiTurnRollout
+            from aem_agent.rollout.records import task_dataset
+
+            processing_class = processing_class or _tokenizer(model)
+            rollout_func = MultiTurnRollout.from_config(args, processing_class)
+            train_dataset = task_dataset(
+                args.env_ids, args.num_tasks, seed=args.seed, split=args.env_split
+            )
+            reward_funcs = reward_funcs or [episode_reward]
+        if args.use_peft and kwargs.get("peft_config") is None:
+            kwargs["peft_config"] = lora_config(args)
+        super().__init__(
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            rollout_func=rollout_func,
+            **kwargs,
+        )
+        self._old_policy_entropies: torch.Tensor | None = None
+        self.aem_record: AEMRecord | None = None
+        layout = getattr(self.rollout_func, "layout", self.args.rollout_layout)
+        if layout != self.args.rollout_layout:
+            raise ConfigError(
+                f"the rollout plays the {layout!r} layout but rollout_layout="
+                f"{self.args.rollout_layout!r}; build both from the same AEMConfig"
+            )
+
+    # ------------------------------------------------------------------ around TRL's scoring
+    @property
+    def credit(self) -> Chain:
+        """The credit chain of ``args`` (``args.credit_spec``), built for each batch so that
+        a change of the settings between batches takes effect."""
+        return build(self.args.credit_spec, self.args)
+
+    @contextmanager
+    def scoring(self, inputs: list[dict[str, Any]]) -> Iterator[None]:
+        """Ask TRL's old-policy forward for entropies too when nothing cheaper has them."""
+        provides = getattr(self.rollout_func, "provides_entropies", None)
+        sampler_known = bool(provides is not None and provides(self))
+        # The step layout recomputes every forward on its own rows; TRL's run on stand-ins.
+        wanted = (
+            self.args.rollout_layout != "step"
+            and not sampler_known
+            and self.old_policy_forward_runs()
+        )
+        with self.capture_old_policy_entropies(wanted) as captured:
+            yield
+        self._old_policy_entropies = captured[0] if captured else None
+
+    def rewrite_batch(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
+        """TRL's scored batch with the step layout's rows and the credit chain's advantages."""
+        # TRL merged the rollout's extra keys into ``inputs`` while scoring.
+        mode = "train" if self.model.training else "eval"
+        self._log_episodes(inputs, mode)
+        chain = self.credit
+        want_entropy = "entropy" in chain.needs
+        if self.args.rollout_layout == "step" and inputs and "steps" in inputs[0]:
+            out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
+            turns, logprobs = self._step_turns(rows, inputs, out), rows.logprobs
+        else:
+            self._drop_failed_rows(inputs, out)
+            entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
+            turns, logprobs = self._trajectory_turns(inputs, out), None
+        if entropies is not None:
+            self.record_metric(mode, "aem/entropy_source", source)
+        else:  # no unit entropies (vLLM, AEM off): the balance over rows
+            gathered = self.accelerator.gather(out["advantages"])
+            share = (gathered > POSITIVE_TOLERANCE).float().mean().item()
+            self.record_metric(mode, "aem/positive_advantage_share", share)
+        self._assign_credit(chain, out, turns, entropies, logprobs, mode)
+        return out
+
+    # ------------------------------------------------------------------ training forward
+    def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None):
+        """TRL's training step, back-propagated in chunks of at most ``loss_token_budget``
+        tokens (the same number of chunks on every process).
+
+        Why: a step-layout micro-batch holds every turn of its episodes (hundreds of rows of
+        hundreds of tokens), and one forward over it with gradients held the activations of
+        all of them at once. Only where the chunks' losses add up to the batch's loss exactly
+        (:meth:`_chunking_exact`); otherwise TRL's single forward.
+        """
+        if not self._chunking_exact():
+            return super().training_step(model, inputs, num_items_in_batch)
+        model.train()  # as Trainer.training_step does first: generation reads the mode
+        batch = self.prepared_inputs(inputs)
+        lengths = (batch["prompt_mask"].sum(1) + batch["completion_mask"].sum(1)).tolist()
+        wanted = turn_rows.plan_calls(lengths, self.args.loss_token_budget)
+        device = self.accelerator.device
+        n_chunks = int(self.accelerator.gather(torch.tensor([wanted], device=device)).max())
+        chunks = turn_rows.chunk_batch(batch, n_chunks) if n_chunks > 1 else [batch]
+        return self.train_chunks(model, chunks, num_items_in_batch)
+
+    def _chunking_exact(self) -> bool:
+        """Whether the micro-batch's loss is a sum of per-token terms over the whole batch.
+
+        The token-normalised policy losses (``dapo``, ``cispo``, ``vespo``) divide by the
+        batch's token count, so chunks add up exactly. TRL's other per-micro-batch terms do
+        not: the entropy bonus (``entropy_coef``, or the adaptive one) is a mean over the
+        micro-batch's tokens, ``top_entropy_quantile`` keeps tokens above a quantile of the
+        micro-batch's entropies, and the MoE auxiliary loss is a load-balancing statistic of
+        the micro-batch's router logits; each of these chunked would be a different loss.
+        """
+        return self.loss_type in CHUNKABLE_LOSSES and not self.per_micro_batch_terms()
+
+    # ------------------------------------------------------------------ credit
+    def _assign_credit(
+        self,
+        chain: Chain,
+        out: dict[str, Any],
+        rows: RowTurns,
+        entropies: torch.Tensor | None,
+        logprobs: torch.Tensor | None,
+        mode: str,
+    ) -> None:
+        """Run the credit chain on every process's turns; write this process's advantages.
+
+        The chain sees the units of all processes (a GRPO group may span them), gathered as
+        per-unit scalars (and anchor texts when it reads them), never per-token tensors.
+        Without AEM in the chain but with entropies at hand, AEM's α is still computed and
+        logged (not applied), so a GRPO run's entropy curve compares with an AEM run's.
+        """
+        if entropies is not None and "aem" not in [e.name for e in chain.estimators]:
+            chain = Chain((*chain.estimators, AEM.from_config(self.args, apply=False)))
+        if all(isinstance(e, GRPO) for e in chain.estimators):
+            return  # TRL's advantage as it is
+        units = rows.units()
+        local = local_turns(
+            rows,
+            units,
+            entropies=entropies.cpu() if entropies is not None else None,
+            logprobs=logprobs.cpu() if logprobs is not None else None,
+        )
+        batch, start = gather_turns(self.accelerator, local, with_anchor="anchor" in chain.needs)
+        credit = chain(batch)
+        for name, value in credit.metrics.items():
+            self.record_metric(mode, name, value)
+        mine = slice(start, start + len(local))
+        out["advantages"] = token_advantages(out["advantages"], credit.advantage[mine], units)
+        if "aem/alpha" in credit.units:
+            self.aem_record = AEMRecord.of(credit.units, mine, local, units, out)
+
+    def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
+        """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
+
+        Without ``turn_ids`` but with a ``tool_mask`` (TRL's tool loop, or a rollout that
+        returns only ``env_mask``), each contiguous run of the model's own tokens is one turn:
+        the tool or environment tokens between two replies are what separate turns. Without
+        either, a row is one turn.
+        """
+        mask = out["completion_mask"]
+        if "tool_mask" in out:
+            mask = mask * out["tool_mask"]
+        mask = mask.cpu()
+        n = len(mask)
+        token_turn = None
+        if inputs and "turn_ids" in inputs[0]:
+            token_turn = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
+        elif "tool_mask" in out:
+            token_turn = run_turn_ids(mask)
+        reported = bool(inputs) and "turn_rewards" in inputs[0]
+        return RowTurns(
+            mask=mask,
+            group=self.group_of(torch.arange(n), n),
+            episode=torch.arange(n),
+            first_episode=self.accelerator.process_index * n,
+            advantage=out["advantages"],
+            token_turn=token_turn,
+            rewards=[x["turn_rewards"] for x in inputs] if reported else None,
+            anchors=[x["turn_anchors"] for x in inputs] if reported else None,
+        )
+
+    def _drop_failed_rows(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> None:
+        """Take the rows of infrastructure-failed episodes out of the loss (episode rows).
+
+        TRL already left them out of the baseline and gave them advantage 0 (their reward is
+        ``None``: :func:`aem_agent.rollout.batches.episode_reward`); with a zero mask their tokens
+        also leave the loss's token count, and no credit estimator sees their turns.
+        """
+        mask = out["completion_mask"]
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=mask.device)
+        if bool(failed.any()):
+            out["completion_mask"] = mask = mask * (~failed).to(mask.dtype).unsqueeze(1)
+        loss_mask = mask * out["tool_mask"] if "tool_mask" in out else mask
+        out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
+
+    # ------------------------------------------------------------------ entropies
+    def _trajectory_entropies(
+        self, inputs: list[dict[str, Any]], out: dict[str, Any], wanted: bool
+    ) -> tuple[torch.Tensor | None, float]:
+        """Entropies of the episode rows: sampler, captured forward, or (if AEM is on) extra."""
+        if inputs and "sampler_entropies" in inputs[0]:
+            rows = [x["sampler_entropies"] for x in inputs]
+            return _pad_rows(rows, out["completion_ids"]), SOURCE_SAMPLER
+        if self._old_policy_entropies is not None:
+            captured, self._old_policy_entropies = self._old_policy_entropies, None
+            return captured, SOURCE_OLD_POLICY
+        if not wanted:
+            return None, 0.0
+        input_ids = torch.cat([out["prompt_ids"], out["completion_ids"]], dim=1)
+        attention = torch.cat([out["prompt_mask"], out["completion_mask"]], dim=1)
+        batch_size = (
+            self.args.per_device_train_batch_size
+            if self.model.training
+            else self.args.per_device_eval_batch_size
+        )
+        with torch.no_grad():
+            _, entropies = self.score_tokens(
+                self.model,
+                input_ids,
+                attention,
+                out["completion_ids"].size(1),
+                batch_size=batch_size,
+                compute_entropy=True,
+            )
+        return entropies, SOURCE_EXTRA_FORWARD
+
+    # ------------------------------------------------------------------ logging
+    def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
+        """Success rate, score, turns and valid-action share of the batch's episodes, and how
+        many failed for an infrastructure reason (``episode/infra_failed``; those are left
+        out of the other means: the policy did not cause them)."""
+        device = self.accelerator.device
+        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=device)
+        all_failed = self.accelerator.gather(failed)
+        self.record_metric(mode, "episode/infra_failed", float(all_failed.sum()))
+        keys = (
+            ("won", "success_rate"),
+            ("score", "score"),
+            ("num_turns", "turns"),
+            ("valid_rate", "valid_rate"),
+        )
+        for key, name in keys:
+            if inputs and key in inputs[0]:
+                values = torch.tensor([float(x[key]) for x in inputs], device=device)
+                counted = self.accelerator.gather(values)[~all_failed]
+                mean = counted.mean().item() if len(counted) else float("nan")
+                self.record_metric(mode, f"episode/{name}", mean)
+
+
+def lora_config(config: AEMConfig) -> PeftConfig:
+    """The ``peft.LoraConfig`` of ``config``'s LoRA settings (what TRL's ``peft_config`` takes)."""
+    from aem_envs.core.errors import require
+
+    peft = require("agent", "peft", feature="LoRA training (use_peft)")
+    return peft.LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.lora_target_modules),
+        task_type="CAUSAL_LM",
+    )
+
+
+def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:
+    """``(B, T)`` turn index of every token: the number of the contiguous run of 1s of
+    ``mask`` it is in, counted from 0 per row; −1 where ``mask`` is 0."""
+    mask = mask.to(torch.bool)
+    before = torch.zeros_like(mask)
+    before[:, 1:] = mask[:, :-1]
+    starts = (mask & ~before).to(torch.long)
+    return torch.where(mask, starts.cumsum(dim=1) - 1, -1)
+
+
+def _tokenizer(model: Any) -> Any:
+    """The tokenizer of a checkpoint path or loaded model, with a pad token."""
+    from transformers import AutoTokenizer
+
+    source = model if isinstance(model, str) else model.config._name_or_path
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def _pad_rows(rows: list[list[float]], like: torch.Tensor, fill: float = 0.0) -> torch.Tensor:
+    """Right-pad ragged per-token lists to ``like``'s (B, T) shape (on the CPU)."""
+    out = torch.full(like.shape, fill, dtype=torch.float32)
+    for i, row in enumerate(rows):
+        width = min(len(row), like.shape[1])
+        out[i, :width] = torch.tensor(row[:width], dtype=torch.float32)
+    return out

@@ -1,0 +1,1 @@
+"""The agent's models: bundled checkpoints, the small agent, and tiny test models."""

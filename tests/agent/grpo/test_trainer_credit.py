@@ -1,0 +1,177 @@
+"""The trainer's credit path on the tiny model: chains by name, a user's estimator, GiGPO's
+step advantage on real rollouts, and infrastructure-failed episodes left out."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import gymnasium as gym
+import pytest
+import torch
+
+from aem_agent.rollout.batches import episode_reward
+from tests.agent.conftest import DoorsEnv
+from tests.agent.grpo.test_trainer import batch_out, make_config, make_trainer, weights
+
+#: Test env ids: doors whose every step earns the env's index (0..3) so a group's returns
+#: differ, and the same with one step per episode where the env of index 1 fails.
+INDEXED_ENV_ID, FLAKY_ENV_ID = "aemtest/IndexedDoors-v0", "aemtest/FlakyDoors-v0"
+
+
+class IndexedDoorsEnv(DoorsEnv):
+    """Doors whose every step (valid or not) earns the env's creation index modulo 4."""
+
+    made = itertools.count()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = next(self.made) % 4
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return self._rewarded(super().step(action))
+
+    def reject(self, reason: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        return self._rewarded(super().reject(reason))
+
+    def _rewarded(self, result: tuple) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, _, terminated, truncated, info = result
+        return obs, float(self.index), terminated, truncated, info
+
+
+class FlakyDoorsEnv(IndexedDoorsEnv):
+    """One step per episode; the env of index 1 reports ``info["infra_error"]``, as an env
+    whose engine connection was lost does."""
+
+    made = itertools.count()
+
+    def _rewarded(self, result: tuple) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, _, truncated, info = super()._rewarded(result)
+        if self.index == 1:
+            info = {**info, "infra_error": "engine connection lost"}
+        return obs, reward, True, truncated, info
+
+
+@pytest.fixture(scope="module")
+def indexed_env_id() -> str:
+    if INDEXED_ENV_ID not in gym.registry:
+        gym.register(id=INDEXED_ENV_ID, entry_point=IndexedDoorsEnv)
+    return INDEXED_ENV_ID
+
+
+@pytest.fixture(scope="module")
+def flaky_env_id() -> str:
+    if FLAKY_ENV_ID not in gym.registry:
+        gym.register(id=FLAKY_ENV_ID, entry_point=FlakyDoorsEnv)
+    return FLAKY_ENV_ID
+
+
+def test_gigpo_adds_the_step_advantage_of_the_shared_first_state(
+    tiny_model_dir, tmp_path, indexed_env_id
+) -> None:
+    """All episodes of a group start in one state: turn 0 forms one anchor group, so each
+    first turn's advantage is GRPO's plus its standardised discounted return (hand-computed
+    here from the played turns)."""
+    overrides = dict(rollout_layout="step", max_turns=3, max_completion_length=400)
+    grpo, inputs = batch_out(
+        make_trainer(
+            tiny_model_dir, make_config(tmp_path, indexed_env_id, credit="grpo", **overrides)
+        )
+    )
+    gigpo_trainer = make_trainer(
+        tiny_model_dir, make_config(tmp_path, indexed_env_id, credit="gigpo", **overrides)
+    )
+    gigpo, again = batch_out(gigpo_trainer)
+    assert [x["steps"] for x in again] == [x["steps"] for x in inputs]  # the same episodes
+    returns = torch.tensor(
+        [sum(0.95**t * s["reward"] for t, s in enumerate(x["steps"])) for x in inputs],
+        dtype=torch.float64,
+    )
+    step = (returns - returns.mean()) / (returns.std() + 1e-6)
+    assert step.abs().sum() > 0  # the episodes' returns differ
+    first_rows = torch.tensor([0, *itertools.accumulate(len(x["steps"]) for x in inputs)][:-1])
+    expected = grpo["advantages"][first_rows].double() + step
+    assert torch.allclose(gigpo["advantages"][first_rows].double(), expected, atol=1e-5)
+    assert len({s["anchor"] for x in inputs for s in x["steps"][:1]}) == 1
+    metrics = gigpo_trainer._metrics["train"]
+    assert metrics["gigpo/repeated_state_share"][0] > 0
+    assert "aem/alpha_min" in metrics  # AEM observed (not applied) beside GiGPO
+
+
+@pytest.mark.parametrize("layout", ["step", "trajectory"])
+def test_gigpo_with_aem_trains(tiny_model_dir, tmp_path, doors_env_id, layout) -> None:
+    config = make_config(tmp_path, doors_env_id, rollout_layout=layout, credit="gigpo+aem")
+    trainer = make_trainer(tiny_model_dir, config)
+    before = weights(trainer.model)
+    trainer.train()
+    logs = [row for row in trainer.state.log_history if "gigpo/step_groups" in row]
+    assert len(logs) == 2 and all("aem/alpha_min" in row for row in logs)
+    after = weights(trainer.model)
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))
+
+
+def test_a_registered_estimator_runs_through_the_trainer(
+    tiny_model_dir, tmp_path, doors_env_id, registered_double
+) -> None:
+    overrides = dict(rollout_layout="step", max_turns=2)
+    grpo, _ = batch_out(
+        make_trainer(
+            tiny_model_dir, make_config(tmp_path, doors_env_id, credit="grpo", **overrides)
+        )
+    )
+    trainer = make_trainer(
+        tiny_model_dir, make_config(tmp_path, doors_env_id, credit="double", **overrides)
+    )
+    doubled, _ = batch_out(trainer)
+    assert torch.equal(doubled["advantages"], 2 * grpo["advantages"])
+    assert trainer._metrics["train"]["double/calls"] == [1.0]
+
+
+@pytest.mark.parametrize("layout", ["step", "trajectory"])
+def test_an_infrastructure_failure_is_out_of_baseline_and_loss(
+    tiny_model_dir, tmp_path, flaky_env_id, layout
+) -> None:
+    config = make_config(tmp_path, flaky_env_id, rollout_layout=layout, max_steps=1)
+    trainer = make_trainer(tiny_model_dir, config, reward=episode_reward)
+    out, inputs = batch_out(trainer)
+    failed = [bool(x["infra_error"]) for x in inputs]
+    assert failed.count(True) == 1
+    rewards = torch.tensor([x["episode_reward"] for x in inputs])
+    kept = rewards[~torch.tensor(failed)]
+    assert kept.unique().numel() > 1  # the baseline is not trivially zero
+    expected = (kept - kept.mean()) / (kept.std() + 1e-4)  # TRL's formula, failed one left out
+    if layout == "step":  # one row per turn; the failed episode has none
+        assert out["advantages"][: len(kept)].tolist() == pytest.approx(expected.tolist(), abs=1e-5)
+        assert out["completion_mask"][len(kept) :].sum() == 0
+    else:
+        advantages = out["advantages"]
+        assert advantages[torch.tensor(failed)].abs().sum() == 0
+        assert advantages[~torch.tensor(failed)].tolist() == pytest.approx(
+            expected.tolist(), abs=1e-5
+        )
+        assert out["completion_mask"][torch.tensor(failed)].sum() == 0
+        assert out["num_items_in_batch"] == out["completion_mask"].mul(out["tool_mask"]).sum()
+    assert trainer._metrics["train"]["episode/infra_failed"] == [1.0]
+    before = weights(trainer.model)
+    trainer.train()  # a batch with a failed episode trains
+    assert trainer.state.global_step == 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, weights(trainer.model), strict=True))
+
+
+def test_step_layout_logs_token_counts_of_the_turn_rows(
+    tiny_model_dir, tmp_path, doors_env_id
+) -> None:
+    """``num_tokens`` and the completion lengths describe the turn rows trained on, not TRL's
+    one-token stand-ins."""
+    config = make_config(tmp_path, doors_env_id, rollout_layout="step", max_turns=3)
+    trainer = make_trainer(tiny_model_dir, config)
+    _, inputs = batch_out(trainer)
+    turns = [s for x in inputs for s in x["steps"]]
+    replies = torch.tensor([float(len(s["completion_ids"])) for s in turns])
+    tokens = sum(len(s["prompt_ids"]) + len(s["completion_ids"]) for s in turns)
+    metrics = trainer._metrics["train"]
+    assert len(turns) > len(inputs)  # several turns per episode: stand-ins would differ
+    assert metrics["num_tokens"] == [tokens] and trainer.state.num_input_tokens_seen == tokens
+    assert metrics["completions/mean_length"] == [pytest.approx(float(replies.mean()))]
+    assert metrics["completions/min_length"] == [float(replies.min())]
+    assert metrics["completions/max_length"] == [float(replies.max())]

@@ -1,0 +1,162 @@
+"""TRL's private surface stays in ``aem_agent/grpo/trl_private.py``; its Triton switch is scoped.
+
+A private TRL name is one that starts with a single underscore: an import of one from a
+``trl`` module, an attribute of a ``trl`` module, a method of a TRL trainer defined again in
+a subclass (an override), or a private instance attribute TRL's trainers set (``_step``,
+``_metrics``, ``_prepare_inputs`` ...) read or written on an object.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+import threading
+from pathlib import Path
+
+import torch
+from trl import GRPOTrainer, SFTTrainer
+from trl.trainer import utils as trl_utils
+
+from aem_agent.grpo.trl_private import reply_positions_only
+
+ROOT = Path(__file__).parents[3]
+PACKAGES = ("aem_agent", "aem_cli", "aem_envs", "benchmarks", "sandboxes")
+HOME = "aem_agent/grpo/trl_private.py"
+
+
+def private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def trl_private_attributes() -> set[str]:
+    """Private methods and instance attributes of TRL's trainers."""
+    names = {n for cls in (GRPOTrainer, SFTTrainer) for n in dir(cls) if private(n)}
+    names -= {n for n in dir(object) if private(n)}
+    for cls in (GRPOTrainer, SFTTrainer):
+        names |= set(re.findall(r"self\.(_[a-z]\w*)\s*=", inspect.getsource(cls)))
+    return names
+
+
+def uses(path: Path, names: set[str]) -> list[tuple[str, str, int]]:
+    """``(function, name, line)`` of every private TRL name the module uses.
+
+    Only modules that import ``trl`` or ``aem_agent`` can reach a trainer (bundled task
+    repositories under ``aem_envs`` are data, not code of the package).
+    """
+    tree = ast.parse(path.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    if not imported & {"trl", "aem_agent"}:
+        return []
+    trl_modules: set[str] = set()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "trl":
+            for alias in node.names:
+                if private(alias.name):
+                    found.append((node, alias.name))
+                trl_modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            trl_modules |= {a.asname or a.name for a in node.names if a.name.startswith("trl")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            base = node.value
+            if (isinstance(base, ast.Name) and base.id in trl_modules) or node.attr in names:
+                found.append((node, node.attr))
+        elif isinstance(node, ast.ClassDef):  # a method of TRL's defined again: an override
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef) and method.name in names:
+                    found.append((method, method.name))
+    owners = {}
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(function):
+                owners.setdefault(id(inner), function.name)  # outermost function wins
+    return [(owners.get(id(n), "<module>"), name, n.lineno) for n, name in found]
+
+
+def test_exactly_one_module_touches_private_trl_names() -> None:
+    names = trl_private_attributes()
+    assert {"_generate_and_score_completions", "_step", "_metrics", "_use_triton"} - names == {
+        "_use_triton"
+    }  # the trainer-side names are found (the module attribute is matched by module)
+    offenders, home = [], []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            for function, name, line in uses(path, names):
+                if rel == HOME:
+                    home.append(name)
+                else:
+                    offenders.append(f"{rel}:{line} {function}: {name}")
+    assert not offenders, "private TRL names outside " + HOME + ":\n" + "\n".join(offenders)
+    assert {"_generate_and_score_completions", "_use_triton", "_metrics"} <= set(home)
+
+
+def test_the_triton_switch_is_trls_outside_the_scope_and_only_inside_it() -> None:
+    trls = trl_utils._use_triton
+    cpu = torch.device("cpu")
+    seen: dict[str, bool] = {}
+    with reply_positions_only(cpu):
+        seen["inside"] = trl_utils._use_triton(cpu)
+        other = threading.Thread(target=lambda: seen.update(other=trl_utils._use_triton(cpu)))
+        other.start()
+        other.join()
+    assert seen == {"inside": True, "other": trls(cpu)}  # another thread asks TRL's predicate
+    assert trl_utils._use_triton is trls
+
+
+def test_a_training_step_leaves_trls_predicate(
+    tiny_model_dir, tmp_path, doors_env_id, monkeypatch
+) -> None:
+    """Every fused-head projection of a training step (old policy, entropies, loss) runs
+    inside the switch; generation and everything after the step see TRL's predicate."""
+    from tests.agent.grpo.test_trainer import make_config, make_trainer
+
+    trls = trl_utils._use_triton
+    trainer = make_trainer(
+        tiny_model_dir, make_config(tmp_path, doors_env_id, rollout_layout="step", max_steps=1)
+    )
+    during: list[bool] = []
+    apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def spying(*args):
+        during.append(trl_utils._use_triton is not trls)
+        return apply(*args)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", spying)
+    trainer.train()
+    assert during and all(during)
+    assert trl_utils._use_triton is trls
+
+
+def test_entropies_come_from_trls_old_policy_forward(tiny_model_dir, tmp_path) -> None:
+    """Plain prompts (no sampler entropies) with two iterations per generation: TRL runs its
+    old-policy forward anyway, and AEM takes the entropies from it (source 2), no extra one."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from aem_agent.grpo.trainer import SOURCE_OLD_POLICY, AEMGRPOTrainer
+    from tests.agent.grpo.test_trainer import make_config, reply_reward
+
+    config = make_config(tmp_path, "unused/Env-v0", max_completion_length=8, num_iterations=2)
+    trainer = AEMGRPOTrainer(
+        model=str(tiny_model_dir),
+        reward_funcs=[reply_reward],
+        args=config,
+        train_dataset=Dataset.from_dict({"prompt": ["look", "open"]}),
+        processing_class=AutoTokenizer.from_pretrained(tiny_model_dir),
+    )
+    assert trainer.old_policy_forward_runs()
+    torch.manual_seed(0)
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([{"prompt": "look"}] * 4)
+    assert "old_per_token_logps" in out
+    metrics = trainer._metrics["train"]
+    assert metrics["aem/entropy_source"] == [SOURCE_OLD_POLICY]
+    assert metrics["aem/entropy_mean"][0] > 0

@@ -121,3 +121,17 @@ def test_readme_warm_start_numbers_are_the_committed_results(
     assert success == f"{wins}/{summary['episodes']}"
     assert score == f"{summary['mean_score']:.1f}"
     assert invalid == f"{summary['invalid_action_rate']:.1f} %".replace(".0 %", " %")
+
+
+def test_readme_fetch_numbers_are_the_committed_results() -> None:
+    fetch = ROOT / "benchmarks/learning/results/mechanism-fetch"
+    check = json.loads((fetch / "task-check.json").read_text())
+    paired = next(
+        row
+        for row in _table_rows((fetch / "report.md").read_text())
+        if row[0] == "AEM-LAM1" and row[2].startswith("[")
+    )
+    text = " ".join(_section("Does it learn?").split()).replace("−", "-")
+    assert f"within-group correlation of {check['within_group_correlation']:.2f}" in text
+    low, high = paired[2].strip("[]").split(", ")
+    assert f"λ = 1 against GRPO is {paired[1]} points [{low}, {high}]" in text

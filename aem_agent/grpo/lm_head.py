@@ -5,8 +5,8 @@ vocabulary only the positions that carry a label when Triton runs its kernel, an
 position of every row otherwise, so that devices which compile one program per tensor shape
 (Neuron) always see the same shape. On CPU that projects each prompt position onto the whole
 vocabulary and throws the result away: a step-layout row of SmolLM2 is about 150 prompt and
-at most 32 reply tokens, and the head's forward and backward over the prompt positions were
-about 40 % of a training step (``benchmarks/perf/train_step.py``). The values are the same
+at most 32 reply tokens, and the head's forward and backward over the prompt positions are
+a large share of a training step (measured in docs/training.md). The values are the same
 either way; only the positions nobody reads are skipped. ``AEMGRPOTrainer`` scores its
 forwards inside :func:`aem_agent.grpo.trl_private.reply_positions_only` (where the switch of
 TRL's private predicate lives, scoped to those forwards); ``aem sft`` trains with

@@ -114,9 +114,9 @@ def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]
         values.setdefault("use_peft", True)
         if "gradient_checkpointing" not in values:  # the deprecated name, if the user gave it
             values.setdefault("activation_checkpointing", False)
-        # Activations of SmolLM2-135M with LoRA cost about 2.7 MB per token in a training
-        # forward: 256 tokens a chunk (one compact ALFWorld turn row) keeps a step at about
-        # 1.5 GB of memory (3.6 GB at 1024), and one-row chunks were no slower on 1 thread.
+        # Activations dominate a CPU step's memory and grow with the tokens of a loss chunk:
+        # 256 tokens (one compact ALFWorld turn row) bounds them at no cost in speed on one
+        # thread (the measurement: docs/training.md, "What a step costs on CPU").
         values.setdefault("loss_token_budget", 256)
     values.setdefault("logging_steps", 1)
     report_to = values.get("report_to", ["tensorboard"])

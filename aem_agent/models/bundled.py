@@ -230,10 +230,10 @@ def _convert_gguf(gguf: Path, out: Path) -> None:
 def cpu_bf16_supported() -> bool:
     """Whether this CPU multiplies bfloat16 matrices natively (AVX512-BF16 or AMX).
 
-    Why it matters: under bf16 autocast a SmolLM2 forward+backward ran twice as fast as in
-    float32 on 2 AVX512-BF16 cores (246 vs 127 tokens/s); the weights and the optimizer stay
-    float32, only the matrix products round. Without native support bf16 is slower than
-    float32, so CPU training uses it only here.
+    Why it matters: with native support, bf16 autocast makes a SmolLM2 forward+backward about
+    twice as fast as float32 (docs/training.md); the weights and the optimizer stay float32,
+    only the matrix products round. Without native support bf16 is slower than float32, so
+    CPU training uses it only here.
     """
     import torch
 

@@ -99,8 +99,8 @@ class SFTSettings(PromptSettings):
     lora_r: int = 16
     lora_alpha: int = 32
     lora_dropout: float = 0.05
-    #: Samples per forward; the logits dominate memory (8 rows of ~870 tokens peaked at 23.6 GB
-    #: on CPU, 2 × 4 accumulated at 7.5 GB: the same batch and loss).
+    #: Samples per forward: the logits dominate memory, so a small batch accumulated gives the
+    #: same batch and loss in a fraction of it (docs/training.md, "What a step costs on CPU").
     batch_size: int = 2
     gradient_accumulation_steps: int = 4
     max_steps: int = -1

@@ -1,8 +1,8 @@
 """What an agent knows of an ALFWorld room from its own observations, in a few short lines.
 
 Why: a step-layout prompt shows a window of recent steps, so a small model forgets where it
-has already looked; measured on held-out games, SmolLM2-135M fine-tuned on the searching
-expert shuttled between the two or six places its window showed. This module reads the whole
+has already looked: fine-tuned on the searching expert, it shuttled between the places its
+window showed (``benchmarks/learning/results/warm-start/README.md``). This module reads the whole
 episode's text (never the engine's state) and states what the agent has learnt: the places it
 has searched and what they held, the places it has not searched yet, what it holds and what
 it has done to it. :mod:`aem_agent.prompts` shows these lines in its ``compact`` style.

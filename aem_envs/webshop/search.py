@@ -2,8 +2,8 @@
 
 The original searches with Lucene through pyserini (a JVM and a prebuilt index per catalog
 size), which is what users fight with. BM25 with Lucene's parameters (``k1=0.9``, ``b=0.4``,
-Lucene's idf and length normalisation) and Lucene's English stop words ranks like it (98%
-top-10 agreement measured on 100k products) at ~1 ms a query without Java.
+Lucene's idf and length normalisation) and Lucene's English stop words ranks like it, at
+interactive speed and without Java (docs/envs.md has the agreement and speed measured).
 
 Each document is what the original's ``convert_product_file_format.py`` writes: title,
 description, the first bullet point and the option text (``name: v1, v2, and name: ...``),
@@ -203,7 +203,7 @@ class SearchEngine:
         """BM25 score of every product for ``query``."""
         total = np.zeros(len(self.asins), dtype=np.float64)
         # Term by term: a product's postings are unique within a term, so each term is one
-        # scatter-add, with no copy of the postings (at 1M products a third faster than one
+        # scatter-add, with no copy of the postings (faster on a large catalog than one
         # bincount over them all, with the same float64 sums in the same order).
         for where in self._postings(query):
             total[self._docs[where]] += self._scores[where]

@@ -2,8 +2,9 @@
 
 Why only from results.json: the report can then be regenerated anywhere (``aem bench learning
 CONFIG --report-only``), after the checkpoints are gone, and it shows exactly the numbers
-that were committed. Outputs: ``report.md``, ``report.html`` (self-contained),
-``table.md`` (the final-success table, to paste into the README) and ``plots/curves.png``.
+that were committed. Outputs: ``report.md``, ``report.html`` (self-contained), ``table.md``
+(the final-success table, to paste into docs/results.md or docs/mechanism.md) and
+``plots/curves.png``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Each module ``benchmarks.perf.<name>`` (written alongside the env it measures) e
 fails (or runs past its time limit) becomes a row carrying its error, so one broken engine
 never hides the others. Each module runs in its own Python process: memory and thread
 settings one measurement leaves behind (torch threads, a loaded model, a warm cache) must
-not leak into the next one's numbers. The README's performance table is this command's
-markdown output.
+not leak into the next one's numbers. The table of ``docs/performance.md`` (and the
+README's headline rows, taken from it) is this command's markdown output.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -88,3 +89,15 @@ def test_cli_only_measures_the_named_benchmarks(tmp_path, monkeypatch, capsys) -
     assert asked == [["train_step", "swe"]]
     assert main(["bench", "perf", "--only", "nosuch", "--out", str(tmp_path)]) == 2
     assert "invalid choice: 'nosuch'" in capsys.readouterr().err
+
+
+def test_the_performance_page_holds_this_writers_table() -> None:
+    """docs/performance.md's table is `aem bench perf`'s markdown: its header, its columns in
+    every row, and its footer."""
+    page = (Path(__file__).resolve().parents[2] / "docs/performance.md").read_text()
+    row = dict.fromkeys(table.COLUMNS, "x")
+    header, separator = table.render_markdown([row], quick=True).splitlines()[:2]
+    assert f"\n{header}\n{separator}\n" in page
+    rows = page.split(separator, 1)[1].split("\n\n", 1)[0].strip().splitlines()
+    assert rows and all(r.count(" | ") == len(table.COLUMNS) - 1 for r in rows)
+    assert "Measured with `aem bench perf --quick` (quick mode)" in page

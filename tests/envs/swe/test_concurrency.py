@@ -36,7 +36,7 @@ def test_eight_async_envs_play_the_bundled_tasks_to_the_end(docker_engine: None)
     finally:
         envs.close()
     # Every episode ended graded, none on an engine error. Whether each gold patch
-    # resolved is not asserted here: under heavy load a few percent did not (README, perf).
+    # resolved is not asserted here: under heavy load a few percent did not (docs/performance.md).
     assert errors == [] and ended.all() and graded.all(), (errors, ended, graded)
     with client_session() as client:
         for pid in workers:

@@ -219,6 +219,15 @@ class GRPOInternals(GRPOTrainer):
         first = self.accelerator.process_index * n_episodes
         return (first + local_episode.clamp(min=0)) // size
 
+    def tool_environments(self) -> list[Any] | None:
+        """The environment instance each local rollout of the last scored batch played on
+        TRL's tool loop, in input order (``None`` without ``environment_factory``).
+
+        Mirrors ``_generate_and_score_completions``, which draws one instance per input from
+        its pool into ``self.environments`` and leaves them there until the next batch.
+        """
+        return self.environments
+
     def old_policy_forward_runs(self) -> bool:
         """Whether TRL computes old-policy log-probs this batch: the condition
         ``_generate_and_score_completions`` uses (accumulation not aligned with generation,

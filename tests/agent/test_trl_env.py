@@ -11,6 +11,7 @@ scores the rollouts with ``get_reward``; the sampled actions differ, so the rewa
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from aem_agent.trl_env import (
     reply_turns,
     tool_dataset,
 )
+from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.core.errors import AEMError
 from tests.agent.conftest import DoorsEnv
 
@@ -368,7 +370,7 @@ def test_each_reply_takes_the_calls_it_made(doors_env_id: str) -> None:
     assert anchors == [trace.first, trace.observations[1], trace.observations[2]]
     assert rewards == [sum(trace.rewards[:2]), trace.rewards[2], 0.0]
     # The last reply's calls ran when TRL dropped their results for lack of room.
-    anchors, rewards = reply_turns(env, replies[:1] + [reply(("act", {"action": "x"}))])
+    anchors, rewards = reply_turns(env, [replies[0], reply(("act", {"action": "x"}))])
     assert anchors == [trace.first, trace.observations[1]]
     assert rewards == [sum(trace.rewards[:2]), trace.rewards[2]]
     with pytest.raises(CreditError, match="cannot be told apart"):
@@ -455,3 +457,44 @@ def test_gigpo_with_aem_trains_through_the_factory(tool_model_dir: Path, tmp_pat
     assert row["gigpo/repeated_state_share"] > 0  # the group's first turns share a state
     assert row["aem/units"] > config.per_device_train_batch_size  # AEM per reply, after GiGPO
     assert moved(before, trainer.model)
+
+
+class LostEngineALFWorld(ALFWorldEnv):
+    """ALFWorld whose second instance loses its engine at the first step."""
+
+    made = itertools.count()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = next(self.made) % 4
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.index == 1:
+            info = {**info, "infra_error": "engine lost"}
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_infrastructure_failure_on_the_tool_loop_is_counted_and_out_of_the_loss(
+    tool_model_dir: Path, tmp_path: Path
+) -> None:
+    env_id = "aemtest/LostEngineALFWorld-v0"
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=LostEngineALFWorld)
+    trainer = AEMGRPOTrainer(
+        model=str(tool_model_dir),
+        args=AEMConfig(**settings(tmp_path), rollout_layout="trajectory"),
+        train_dataset=tool_dataset(ALFWORLD, 1),
+        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
+        environment_factory=environment_factory(env_id, max_steps=5),
+    )
+    torch.manual_seed(1)
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
+    lost = [bool(env.infra_error) for env in trainer.environments]
+    assert lost == [False, True, False, False]  # the pool plays rollouts in input order
+    assert trainer._metrics["train"]["episode/infra_failed"] == [1.0]
+    assert out["completion_mask"][1].sum() == 0  # out of the loss ...
+    assert torch.all(out["advantages"][1] == 0)  # ... and of the baseline (TRL, reward None)
+    assert out["num_items_in_batch"] == (out["completion_mask"] * out["tool_mask"]).sum()
+    assert out["completion_mask"][[0, 2, 3]].sum() > 0

@@ -8,9 +8,10 @@ rollout with ``get_reward()``. Tool results are masked out of the loss (TRL's ``
 
 Why offer it beside :class:`aem_agent.rollout.MultiTurnRollout`: users who already train with
 TRL's tool calling can point it at any aem id unchanged, and
-:class:`aem_agent.trainer.AEMGRPOTrainer` applies AEM per tool-call turn on that path too. Our
-own rollout stays the token-exact path with the step layout, reply prefix and history window;
-TRL's loop has none of those.
+:class:`aem_agent.trainer.AEMGRPOTrainer` assigns turn-level credit per reply on that path
+too (each episode's :class:`ToolEnv` keeps the states and rewards GiGPO reads:
+:func:`reply_turns`). Our own rollout stays the token-exact path with the step layout, reply
+prefix and history window; TRL's loop has none of those.
 
 Usage::
 

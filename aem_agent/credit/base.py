@@ -47,7 +47,9 @@ class TurnBatch:
             (H̄), when asked for (``"entropy"`` in :attr:`CreditEstimator.needs`).
         logprob: summed log-probability of the unit's reply tokens under the sampling policy
             (−surprisal), when known.
-        reward: the environment's reward for the turn, when the rollout reports turns.
+        reward: the environment's reward for the turn, when the rollout reports turns
+            (aem's rollout, or a :class:`~aem_agent.grpo.tool_env.ToolEnv` on TRL's tool loop: the
+            reward of the reply's tool calls).
         anchor: the observation text the turn acted on (the environment state it started
             from), when the rollout reports it.
     """
@@ -72,7 +74,8 @@ class TurnBatch:
                 raise CreditError(
                     f"credit estimator {estimator!r} needs the turns' {name}, which this batch "
                     f"does not carry; list {name!r} in its `needs`, and train with aem's "
-                    "rollout (MultiTurnRollout), which reports per-turn rewards and states"
+                    "rollout (MultiTurnRollout) or TRL's tool loop on aem_agent.grpo.tool_env's "
+                    "environments, which report per-turn rewards and states"
                 )
 
 

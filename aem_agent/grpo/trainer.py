@@ -50,6 +50,9 @@ if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
     from peft import PeftConfig
     from transformers import PreTrainedModel
 
+#: The :class:`~aem_agent.credit.TurnBatch` fields that come from the environment, per turn.
+STATES = frozenset({"reward", "anchor"})
+
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
 #: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
@@ -159,16 +162,18 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         """TRL's scored batch with the step layout's rows and the credit chain's advantages."""
         # TRL merged the rollout's extra keys into ``inputs`` while scoring.
         mode = "train" if self.model.training else "eval"
-        self._log_episodes(inputs, mode)
+        failed = self._infra_failed(inputs)
+        self._log_episodes(inputs, failed, mode)
         chain = self.credit
         want_entropy = "entropy" in chain.needs
         if self.args.rollout_layout == "step" and inputs and "steps" in inputs[0]:
             out, rows, entropies, source = self._step_batch(inputs, out, want_entropy)
             turns, logprobs = self._step_turns(rows, inputs, out), rows.logprobs
         else:
-            self._drop_failed_rows(inputs, out)
+            self._drop_failed_rows(failed, out)
             entropies, source = self._trajectory_entropies(inputs, out, want_entropy)
-            turns, logprobs = self._trajectory_turns(inputs, out), None
+            turns = self._trajectory_turns(inputs, out, states=bool(chain.needs & STATES))
+            logprobs = None
         if entropies is not None:
             self.record_metric(mode, "aem/entropy_source", source)
         else:  # no unit entropies (vLLM, AEM off): the balance over rows
@@ -248,13 +253,17 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         if "aem/alpha" in credit.units:
             self.aem_record = AEMRecord.of(credit.units, mine, local, units, out)
 
-    def _trajectory_turns(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> RowTurns:
+    def _trajectory_turns(
+        self, inputs: list[dict[str, Any]], out: dict[str, Any], *, states: bool
+    ) -> RowTurns:
         """Rows are episodes; each turn of a row (its ``turn_ids``) is one unit.
 
         Without ``turn_ids`` but with a ``tool_mask`` (TRL's tool loop, or a rollout that
         returns only ``env_mask``), each contiguous run of the model's own tokens is one turn:
         the tool or environment tokens between two replies are what separate turns. Without
-        either, a row is one turn.
+        either, a row is one turn. Per-turn rewards and states come from aem's rollout
+        (``turn_rewards``, ``turn_anchors``) or, on TRL's tool loop, from each rollout's
+        :class:`~aem_agent.grpo.tool_env.ToolEnv` when ``states`` asks for them.
         """
         mask = out["completion_mask"]
         if "tool_mask" in out:
@@ -266,7 +275,12 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
             token_turn = _pad_rows([x["turn_ids"] for x in inputs], mask, fill=-1).long()
         elif "tool_mask" in out:
             token_turn = run_turn_ids(mask)
-        reported = bool(inputs) and "turn_rewards" in inputs[0]
+        rewards = anchors = None
+        if inputs and "turn_rewards" in inputs[0]:
+            rewards = [x["turn_rewards"] for x in inputs]
+            anchors = [x["turn_anchors"] for x in inputs]
+        elif states and "tool_mask" in out:
+            anchors, rewards = self._tool_loop_turns(out, mask)
         return RowTurns(
             mask=mask,
             group=self.group_of(torch.arange(n), n),
@@ -274,21 +288,57 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
             first_episode=self.accelerator.process_index * n,
             advantage=out["advantages"],
             token_turn=token_turn,
-            rewards=[x["turn_rewards"] for x in inputs] if reported else None,
-            anchors=[x["turn_anchors"] for x in inputs] if reported else None,
+            rewards=rewards,
+            anchors=anchors,
         )
 
-    def _drop_failed_rows(self, inputs: list[dict[str, Any]], out: dict[str, Any]) -> None:
+    def _tool_loop_turns(
+        self, out: dict[str, Any], mask: torch.Tensor
+    ) -> tuple[list[list[str]] | None, list[list[float]] | None]:
+        """Per rollout, the state and reward of each reply on TRL's tool loop, read from the
+        :class:`~aem_agent.grpo.tool_env.ToolEnv` it played on (``None`` when another kind of
+        environment played a rollout: those report no turns)."""
+        from aem_agent.grpo.tool_env import ToolEnv, rollout_turns
+
+        envs = self.tool_environments()
+        if not envs or not all(isinstance(env, ToolEnv) for env in envs):
+            return None, None
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        prompts, prompt_mask = out["prompt_ids"].cpu(), out["prompt_mask"].cpu().bool()
+        completions = out["completion_ids"].cpu()
+        anchors, rewards = [], []
+        for i, env in enumerate(envs):
+            states, earned = rollout_turns(
+                env,
+                tokenizer,
+                prompts[i][prompt_mask[i]].tolist(),
+                completions[i].tolist(),
+                mask[i].bool().tolist(),
+            )
+            anchors.append(states)
+            rewards.append(earned)
+        return anchors, rewards
+
+    def _infra_failed(self, inputs: list[dict[str, Any]]) -> list[bool]:
+        """Which local episodes failed for an infrastructure reason: reported by aem's rollout
+        in ``infra_error``, or on TRL's tool loop by the rollout's environment."""
+        envs = self.tool_environments()
+        if envs:
+            return [bool(getattr(env, "infra_error", None)) for env in envs]
+        return [bool(x.get("infra_error")) for x in inputs]
+
+    def _drop_failed_rows(self, failed: list[bool], out: dict[str, Any]) -> None:
         """Take the rows of infrastructure-failed episodes out of the loss (episode rows).
 
         TRL already left them out of the baseline and gave them advantage 0 (their reward is
-        ``None``: :func:`aem_agent.rollout.batches.episode_reward`); with a zero mask their tokens
-        also leave the loss's token count, and no credit estimator sees their turns.
+        ``None``: :func:`aem_agent.rollout.batches.episode_reward`, ``ToolEnv.get_reward``); with a
+        zero mask their tokens also leave the loss's token count, and no credit estimator sees
+        their turns.
         """
         mask = out["completion_mask"]
-        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=mask.device)
-        if bool(failed.any()):
-            out["completion_mask"] = mask = mask * (~failed).to(mask.dtype).unsqueeze(1)
+        lost = torch.tensor(failed, dtype=torch.bool, device=mask.device)
+        if bool(lost.any()):
+            out["completion_mask"] = mask = mask * (~lost).to(mask.dtype).unsqueeze(1)
         loss_mask = mask * out["tool_mask"] if "tool_mask" in out else mask
         out["num_items_in_batch"] = self.accelerator.gather(loss_mask.sum()).sum()
 
@@ -324,13 +374,13 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         return entropies, SOURCE_EXTRA_FORWARD
 
     # ------------------------------------------------------------------ logging
-    def _log_episodes(self, inputs: list[dict[str, Any]], mode: str) -> None:
+    def _log_episodes(self, inputs: list[dict[str, Any]], failed: list[bool], mode: str) -> None:
         """Success rate, score, turns and valid-action share of the batch's episodes, and how
         many failed for an infrastructure reason (``episode/infra_failed``; those are left
         out of the other means: the policy did not cause them)."""
         device = self.accelerator.device
-        failed = torch.tensor([bool(x.get("infra_error")) for x in inputs], device=device)
-        all_failed = self.accelerator.gather(failed)
+        lost = torch.tensor(failed, dtype=torch.bool, device=device)
+        all_failed = self.accelerator.gather(lost)
         self.record_metric(mode, "episode/infra_failed", float(all_failed.sum()))
         keys = (
             ("won", "success_rate"),

@@ -2,11 +2,12 @@
 
 TRL 1.16 has no hook for the advantage (its maintainers point users at overriding
 ``_generate_and_score_completions``, TRL issue #4525; a public ``_transform_advantages`` is
-proposed in TRL PR #7298), no public per-token forward, and no switch for the fused head's
-position choice. What aem needs of those lives here and nowhere else in the package, each
-piece with the TRL code it mirrors named beside it; ``tests/agent/grpo/test_trl_contract.py``
-fails loudly, naming the piece, when a TRL release changes one, and
-``tests/agent/grpo/test_trl_private.py`` fails when another module starts to use a private TRL name.
+proposed in TRL PR #7298: :data:`ADVANTAGE_HOOK`, used when TRL has it), no public per-token
+forward, and no switch for the fused head's position choice. What aem needs of those lives
+here and nowhere else in the package, each piece with the TRL code it mirrors named beside
+it; ``tests/agent/grpo/test_trl_contract.py`` fails loudly, naming the piece, when a TRL release
+changes one, and ``tests/agent/grpo/test_trl_private.py`` fails when another module starts to use
+a private TRL name.
 
 :class:`GRPOInternals` is ``GRPOTrainer`` with its private methods put behind aem-named ones:
 the trainer (:class:`aem_agent.grpo.trainer.AEMGRPOTrainer`) and the step layout
@@ -88,6 +89,19 @@ def reply_positions_only(device: torch.device) -> Any:
     return nullcontext() if device.type in FIXED_SHAPE_DEVICES else _SWITCH.scope()
 
 
+#: The advantage hook TRL PR #7298 proposes, ``_transform_advantages(advantages) -> advantages``:
+#: called on every process with the gathered per-completion advantages, after the group
+#: normalisation and before TRL logs them and each process keeps its slice.
+ADVANTAGE_HOOK = "_transform_advantages"
+
+
+def advantage_path(trainer: type = GRPOTrainer) -> str:
+    """Where aem takes TRL's group advantage from: ``"hook"`` when ``trainer`` (a TRL trainer
+    class, not aem's) calls :data:`ADVANTAGE_HOOK`, ``"override"`` when only the batch
+    ``_generate_and_score_completions`` returns has it (TRL 1.16)."""
+    return "hook" if hasattr(trainer, ADVANTAGE_HOOK) else "override"
+
+
 def rows_first(batch: dict[str, Any]) -> dict[str, Any]:
     """``batch`` with ``completion_ids`` as its first key.
 
@@ -107,15 +121,36 @@ class GRPOInternals(GRPOTrainer):
     """
 
     args: GRPOConfig
+    #: The gathered advantages :data:`ADVANTAGE_HOOK` was handed for the batch being scored.
+    _hooked: torch.Tensor | None = None
 
     # ------------------------------------------------------------------ overrides
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """Mirrors ``GRPOTrainer._generate_and_score_completions`` (TRL 1.16): generation,
         rewards, the group advantage and the old-policy/reference log-probs all happen inside
-        it, so aem's changes go around (:meth:`scoring`) and after (:meth:`rewrite_batch`)."""
+        it, so aem's changes go around (:meth:`scoring`) and after (:meth:`rewrite_batch`).
+
+        With a TRL that calls :data:`ADVANTAGE_HOOK`, the group advantage aem starts from is
+        the one the hook was handed, not the output's ``advantages`` key. The credit itself
+        is still written here, after TRL: the hook maps one value per completion, while aem's
+        credit is one value per turn (per token of an episode row, or on the step layout's
+        rows, which TRL's batch does not have yet when the hook runs).
+        """
+        self._hooked = None
         with self.scoring(inputs):
             out = super()._generate_and_score_completions(inputs)
+        if self._hooked is not None:
+            n = len(out["advantages"])
+            start = self.accelerator.process_index * n
+            out["advantages"] = self._hooked[start : start + n]
         return self.rewrite_batch(inputs, out)
+
+    def _transform_advantages(self, advantages: torch.Tensor) -> torch.Tensor:
+        """TRL PR #7298's hook (:data:`ADVANTAGE_HOOK`), called only by a TRL that has it:
+        the gathered group advantages are kept as the start of aem's credit chain and
+        returned unchanged (what TRL logs is its own group advantage, as with the override)."""
+        self._hooked = advantages.clone()
+        return advantages
 
     def _get_per_token_logps_and_entropies(self, model: Any, *args: Any, **kwargs: Any) -> Any:
         """Mirrors ``GRPOTrainer._get_per_token_logps_and_entropies``: every forward TRL
@@ -218,6 +253,15 @@ class GRPOInternals(GRPOTrainer):
         size = self.num_generations if training else self.num_generations_eval
         first = self.accelerator.process_index * n_episodes
         return (first + local_episode.clamp(min=0)) // size
+
+    def tool_environments(self) -> list[Any] | None:
+        """The environment instance each local rollout of the last scored batch played on
+        TRL's tool loop, in input order (``None`` without ``environment_factory``).
+
+        Mirrors ``_generate_and_score_completions``, which draws one instance per input from
+        its pool into ``self.environments`` and leaves them there until the next batch.
+        """
+        return self.environments
 
     def old_policy_forward_runs(self) -> bool:
         """Whether TRL computes old-policy log-probs this batch: the condition

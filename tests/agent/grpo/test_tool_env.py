@@ -11,7 +11,10 @@ scores the rollouts with ``get_reward``; the sampled actions differ, so the rewa
 from __future__ import annotations
 
 import gc
+import itertools
 import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +26,20 @@ from transformers.utils import get_json_schema
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template
 
+from aem_agent import credit
+from aem_agent.credit import Credit, CreditError, TurnBatch
 from aem_agent.grpo.config import AEMConfig, ConfigError
 from aem_agent.grpo.tool_env import (
     ACT_INSTRUCTION,
     EPISODE_OVER,
     INFRA_FAILED,
     environment_factory,
+    reply_turns,
     tool_dataset,
 )
 from aem_agent.grpo.trainer import AEMGRPOTrainer, run_turn_ids
 from aem_agent.models.tiny import build_tiny_model
+from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.core.errors import AEMError
 from tests.agent.conftest import DoorsEnv
 
@@ -318,3 +325,176 @@ def test_an_infrastructure_failure_ends_the_episode_unscored() -> None:
     assert env.act("open blue") == EPISODE_OVER
     env.reset(seed=0)
     assert env.get_reward() == 0.0  # a new episode is scored again
+
+
+# ---------------------------------------------------------------------- turns for credit
+def reply(*calls: tuple[str, Any]) -> dict[str, Any]:
+    """A reply as TRL's ``parse_response`` reads it, calling ``(name, arguments)`` in order."""
+    tool_calls = [
+        {"type": "function", "function": {"name": name, "arguments": arguments}}
+        for name, arguments in calls
+    ]
+    return {"role": "assistant", "content": "", "tool_calls": tool_calls}
+
+
+def test_the_trace_records_every_call() -> None:
+    env = environment_factory(ALFWORLD, max_steps=2)()
+    env.reset(seed=0)
+    first = env.trace.first
+    assert first and first in env.reset(seed=0)  # the raw observation, inside the prompt tail
+    env.act("dance")
+    env.act("look")
+    env.act("look")  # after the step limit: not stepped, 0, the state stays
+    trace = env.trace
+    assert len(trace.rewards) == len(trace.observations) == 3
+    assert sum(trace.rewards) == pytest.approx(env.get_reward())
+    assert trace.rewards[2] == 0.0 and trace.observations[2] == trace.observations[1]
+    env.reset(seed=0)
+    assert env.trace.rewards == ()  # a new episode, a new trace
+
+
+def test_each_reply_takes_the_calls_it_made(doors_env_id: str) -> None:
+    env = environment_factory(doors_env_id)()
+    env.reset(seed=0)
+    for action in ("open purple", "open red", "open green"):
+        env.act(action)
+    trace = env.trace
+    replies = [
+        reply(("act", {"action": "open purple"}), ("act", {"action": "open red"})),
+        # One call that reaches the env; one to an unknown tool and one with arguments that
+        # do not fit ``act`` never did (TRL answered them with an error).
+        reply(("act", {"action": "open green"}), ("jump", {}), ("act", {"door": "red"})),
+        reply(),
+    ]
+    anchors, rewards = reply_turns(env, replies)
+    assert anchors == [trace.first, trace.observations[1], trace.observations[2]]
+    assert rewards == [sum(trace.rewards[:2]), trace.rewards[2], 0.0]
+    # The last reply's calls ran when TRL dropped their results for lack of room.
+    anchors, rewards = reply_turns(env, [replies[0], reply(("act", {"action": "x"}))])
+    assert anchors == [trace.first, trace.observations[1]]
+    assert rewards == [sum(trace.rewards[:2]), trace.rewards[2]]
+    with pytest.raises(CreditError, match="cannot be told apart"):
+        reply_turns(env, [reply(("act", {"action": "x"})), reply()])
+
+
+@dataclass
+class Spy:
+    """A user-written estimator that reads the turns' rewards and states and passes the
+    advantage on unchanged (what it saw is kept for the test)."""
+
+    name: str = "spy"
+    needs: frozenset[str] = frozenset({"reward", "anchor"})
+    seen: list[TurnBatch] = field(default_factory=list)
+
+    def __call__(self, batch: TurnBatch) -> Credit:
+        batch.require(self.name, "reward", "anchor")
+        self.seen.append(batch)
+        return Credit(batch.advantage, {"spy/turns": float(len(batch))})
+
+
+@pytest.fixture
+def spy() -> Iterator[Spy]:
+    estimator = Spy()
+    credit.register("spy", lambda config: estimator)
+    yield estimator
+    credit.unregister("spy")
+
+
+def test_gigpo_and_a_users_estimator_see_the_tool_loops_turns(
+    tool_model_dir: Path, tmp_path: Path, spy: Spy
+) -> None:
+    """On TRL's batch: each reply is a turn whose state is what the env showed before it and
+    whose reward is what its call earned; all rollouts of the group start in one state, so
+    every first turn gets GRPO's advantage plus its standardised discounted return."""
+    config = AEMConfig(**settings(tmp_path), rollout_layout="trajectory", credit="spy+gigpo")
+    trainer = AEMGRPOTrainer(
+        model=str(tool_model_dir),
+        args=config,
+        train_dataset=tool_dataset(ALFWORLD, 1),
+        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
+        environment_factory=environment_factory(ALFWORLD, max_steps=5),
+    )
+    torch.manual_seed(1)  # rollouts whose rewards differ
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
+    [batch] = spy.seen
+    envs = trainer.environments
+    turns = run_turn_ids(out["completion_mask"] * out["tool_mask"])
+    for e, env in enumerate(envs):
+        mine = batch.episode == e
+        count = int(turns[e].max()) + 1
+        assert batch.turn[mine].tolist() == list(range(count))
+        trace = env.trace  # the taught model calls once per reply; the last call never ran
+        assert len(trace.rewards) == count - 1 == TOOL_ITERATIONS
+        states = [trace.first, *trace.observations][:count]
+        assert [batch.anchor[u] for u in mine.nonzero().flatten()] == states
+        assert batch.reward[mine].tolist() == pytest.approx([*trace.rewards, 0.0])
+    first = batch.turn == 0
+    assert len({batch.anchor[u] for u in first.nonzero().flatten()}) == 1
+    returns = torch.zeros(len(envs), dtype=torch.float64)
+    for u in range(len(batch)):
+        returns[batch.episode[u]] += 0.95 ** int(batch.turn[u]) * batch.reward[u]
+    assert returns.std() > 0  # the rollouts' returns differ
+    step = (returns - returns.mean()) / (returns.std() + 1e-6)
+    expected = batch.advantage[first] + step
+    got = torch.stack([out["advantages"][e][turns[e] == 0][0] for e in range(len(envs))])
+    assert torch.allclose(got.double(), expected, atol=1e-5)
+    assert trainer._metrics["train"]["spy/turns"] == [float(len(batch))]
+
+
+def test_gigpo_with_aem_trains_through_the_factory(tool_model_dir: Path, tmp_path: Path) -> None:
+    config = AEMConfig(**settings(tmp_path), rollout_layout="trajectory", credit="gigpo+aem")
+    trainer = AEMGRPOTrainer(
+        model=str(tool_model_dir),
+        args=config,
+        train_dataset=tool_dataset(ALFWORLD, 4),
+        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
+        environment_factory=environment_factory(ALFWORLD, max_steps=5),
+    )
+    before = weights(trainer.model)
+    trainer.train()
+    [row] = [row for row in trainer.state.log_history if "gigpo/step_groups" in row]
+    assert row["gigpo/repeated_state_share"] > 0  # the group's first turns share a state
+    assert row["aem/units"] > config.per_device_train_batch_size  # AEM per reply, after GiGPO
+    assert moved(before, trainer.model)
+
+
+class LostEngineALFWorld(ALFWorldEnv):
+    """ALFWorld whose second instance loses its engine at the first step."""
+
+    made = itertools.count()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.index = next(self.made) % 4
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        if self.index == 1:
+            info = {**info, "infra_error": "engine lost"}
+        return obs, reward, terminated, truncated, info
+
+
+def test_an_infrastructure_failure_on_the_tool_loop_is_counted_and_out_of_the_loss(
+    tool_model_dir: Path, tmp_path: Path
+) -> None:
+    env_id = "aemtest/LostEngineALFWorld-v0"
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=LostEngineALFWorld)
+    trainer = AEMGRPOTrainer(
+        model=str(tool_model_dir),
+        args=AEMConfig(**settings(tmp_path), rollout_layout="trajectory"),
+        train_dataset=tool_dataset(ALFWORLD, 1),
+        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
+        environment_factory=environment_factory(env_id, max_steps=5),
+    )
+    torch.manual_seed(1)
+    trainer.model.train()
+    out = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
+    lost = [bool(env.infra_error) for env in trainer.environments]
+    assert lost == [False, True, False, False]  # the pool plays rollouts in input order
+    assert trainer._metrics["train"]["episode/infra_failed"] == [1.0]
+    assert out["completion_mask"][1].sum() == 0  # out of the loss ...
+    assert torch.all(out["advantages"][1] == 0)  # ... and of the baseline (TRL, reward None)
+    assert out["num_items_in_batch"] == (out["completion_mask"] * out["tool_mask"]).sum()
+    assert out["completion_mask"][[0, 2, 3]].sum() > 0

@@ -61,9 +61,12 @@ def make_config(tmp_path: Path, env_id: str, **overrides) -> AEMConfig:
     return AEMConfig(**settings)
 
 
-def make_trainer(model_dir: Path, config: AEMConfig, reward=reply_reward, **kwargs):
-    """The trainer as ``aem train`` builds it: rollout, tasks from the config."""
-    return AEMGRPOTrainer(model=str(model_dir), reward_funcs=[reward], args=config, **kwargs)
+def make_trainer(
+    model_dir: Path, config: AEMConfig, reward=reply_reward, trainer=AEMGRPOTrainer, **kwargs
+):
+    """The trainer (``trainer``, a subclass of aem's) as ``aem train`` builds it: rollout,
+    tasks from the config."""
+    return trainer(model=str(model_dir), reward_funcs=[reward], args=config, **kwargs)
 
 
 def make_grpo(model_dir: Path, config: AEMConfig) -> GRPOTrainer:

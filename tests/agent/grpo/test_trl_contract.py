@@ -17,7 +17,7 @@ from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
 from aem_agent.grpo import turn_rows
 from aem_agent.grpo.trainer import AEMGRPOTrainer
-from aem_agent.grpo.trl_private import GRPOInternals, rows_first
+from aem_agent.grpo.trl_private import ADVANTAGE_HOOK, GRPOInternals, advantage_path, rows_first
 
 
 def parameters(method) -> list[str]:
@@ -122,6 +122,16 @@ def test_unscorable_rows_leave_the_baseline_with_advantage_zero() -> None:
     assert "advantages = torch.nan_to_num(advantages, nan=0.0)" in source
 
 
+def test_the_tool_loops_environments_stay_on_the_trainer_in_input_order() -> None:
+    """``GRPOInternals.tool_environments``: the batch's environment instances, one per input
+    in order, stay in ``self.environments`` after scoring (the trainer reads their traces)."""
+    source = inspect.getsource(GRPOTrainer._generate_and_score_completions)
+    assert "self.environments = []" in source
+    assert "for name in self._batch_environments:" in source
+    assert "self.environments.append(pool[index])" in source
+    assert "zip(prompts, self.environments, inputs, strict=True)" in source
+
+
 def test_old_policy_forward_condition() -> None:
     """``GRPOInternals.old_policy_forward_runs`` repeats this condition."""
     source = inspect.getsource(GRPOTrainer._generate_and_score_completions)
@@ -149,9 +159,29 @@ def test_the_fused_head_reads_the_compact_predicate_by_module_name() -> None:
     )
 
 
-def test_trl_has_no_advantage_hook_yet() -> None:
-    """The hook proposed in TRL PR #7298 (``_transform_advantages``) maps the gathered (B,)
-    advantages before slicing: it sees neither the rollout's turns nor the rows the step
-    layout trains, so ``GRPOInternals`` overrides ``_generate_and_score_completions``. When a
-    TRL release adds it, this fails: see whether it now serves (docs/credit.md)."""
-    assert not hasattr(GRPOTrainer, "_transform_advantages")
+class FutureGRPOTrainer(GRPOTrainer):
+    """A stand-in for a TRL release with the advantage hook of TRL PR #7298 (test-only; TRL
+    1.16 has no such hook): TRL 1.16's scoring, then the hook called as the PR calls it — on
+    every process, with the gathered per-completion advantages after the group normalisation
+    — and each process keeping its slice of what it returns."""
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        n = len(out["advantages"])
+        gathered = self._transform_advantages(self.accelerator.gather(out["advantages"]))
+        start = self.accelerator.process_index * n
+        return {**out, "advantages": gathered[start : start + n]}
+
+    def _transform_advantages(self, advantages: torch.Tensor) -> torch.Tensor:
+        return advantages
+
+
+def test_the_advantage_path_is_the_one_trl_offers() -> None:
+    """TRL 1.16 has no advantage hook: aem takes TRL's group advantage from the batch its
+    override gets back. With a TRL that calls PR #7298's hook (the stand-in above) it takes
+    it from the hook (``tests/agent/grpo/test_trl_private.py`` trains through both). When a TRL
+    release adds the hook, the first line fails: check that TRL calls it as the stand-in
+    does, then expect ``"hook"`` here."""
+    assert advantage_path() == "override"
+    assert advantage_path(FutureGRPOTrainer) == "hook"
+    assert ADVANTAGE_HOOK in vars(GRPOInternals)  # aem's side of the hook

@@ -14,6 +14,7 @@ import re
 import threading
 from pathlib import Path
 
+import pytest
 import torch
 from trl import GRPOTrainer, SFTTrainer
 from trl.trainer import utils as trl_utils
@@ -160,3 +161,25 @@ def test_entropies_come_from_trls_old_policy_forward(tiny_model_dir, tmp_path) -
     metrics = trainer._metrics["train"]
     assert metrics["aem/entropy_source"] == [SOURCE_OLD_POLICY]
     assert metrics["aem/entropy_mean"][0] > 0
+
+
+@pytest.mark.parametrize("layout", ["step", "trajectory"])
+def test_with_trls_advantage_hook_the_same_batch_is_trained(
+    tiny_model_dir, tmp_path, doors_env_id, layout
+) -> None:
+    """The hook path (a stand-in TRL that calls PR #7298's hook) and the override path (TRL
+    1.16) train one and the same batch; only the first took TRL's advantage from the hook."""
+    from aem_agent.grpo.trainer import AEMGRPOTrainer
+    from tests.agent.grpo.test_trainer import assert_same, batch_out, make_config, make_trainer
+    from tests.agent.grpo.test_trl_contract import FutureGRPOTrainer
+
+    class HookedTrainer(AEMGRPOTrainer, FutureGRPOTrainer):
+        pass
+
+    config = make_config(tmp_path, doors_env_id, rollout_layout=layout, credit="gigpo+aem")
+    hooked = make_trainer(tiny_model_dir, config, trainer=HookedTrainer)
+    overriding = make_trainer(tiny_model_dir, config)
+    (via_hook, _), (via_override, _) = batch_out(hooked), batch_out(overriding)
+    assert hooked._hooked is not None and overriding._hooked is None
+    assert len(hooked._hooked) == config.per_device_train_batch_size  # gathered, one process
+    assert_same(via_hook, via_override)

@@ -14,6 +14,11 @@ Containment, and why each piece is there:
   exec's output stream always ends. The client side is bounded too: docker-py can block
   forever on an exec stream, so the stream is read on a worker thread and, past the deadline,
   the container is recycled (killed and started again, keeping its file system).
+- A command's output is read whole or not at all. docker-py's frame reader reads the raw
+  socket under the HTTP response's buffered reader, which may already hold the first frames
+  (docker/docker-py#3332): under load, a command's whole output went missing with exit code
+  0. The frames are read here from the buffered reader, and a stream that ends inside a frame
+  is an :class:`InfraError`, never a short result.
 - Labels name the owner process; :func:`sandboxes.reaper.gc` removes containers of dead
   owners.
 """
@@ -22,10 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
 from .docker_engine import docker_client, docker_module, engine_call
@@ -71,6 +78,9 @@ _WRITER = (
 _CLIENT_GRACE = 10.0
 # Times the engine is asked for a finished command's exit code, 0.1 s apart.
 _EXIT_POLLS = 20
+# The header of a frame of an exec's output stream (see _frames), and stderr's stream number.
+_FRAME_HEADER = struct.Struct(">BxxxL")
+_STDERR = 2
 
 
 class DockerSandbox(Sandbox):
@@ -347,15 +357,14 @@ class _ExecStream(threading.Thread):
         self._socket: Any = None
 
     def run(self) -> None:
-        from docker.utils.socket import STDERR, frames_iter
-
         try:
             self._socket = self.api.exec_start(self.exec_id, socket=True)
+            # Blocking: the caller bounds the wait, and a quiet command is not a dead engine.
+            _raw_socket(self._socket).settimeout(None)
             if self.stdin is not None:
                 self._send(self.stdin)
-            for stream, chunk in frames_iter(self._socket, False):
-                if chunk:
-                    self.sinks[1 if stream == STDERR and not self.merge else 0](chunk)
+            for stream, chunk in _frames(self._socket._response.raw._fp.fp):
+                self.sinks[1 if stream == _STDERR and not self.merge else 0](chunk)
         except Exception as exc:  # reported to the caller's thread
             self.error = exc
         finally:
@@ -390,6 +399,23 @@ class _ExecStream(threading.Thread):
                 response.close()
         with contextlib.suppress(OSError):
             raw.close()
+
+
+def _frames(reader: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """The (stream, payload) frames of a non-TTY exec's output, read from ``reader`` until
+    the engine closes the stream; one that ends inside a frame lost output.
+
+    Docker's stream format: each frame is an 8-byte header (the stream: 1 stdout, 2
+    stderr; three zero bytes; the payload's length, big-endian) and the payload.
+    """
+    while header := reader.read(_FRAME_HEADER.size):
+        if len(header) == _FRAME_HEADER.size:
+            stream, size = _FRAME_HEADER.unpack(header)
+            payload = reader.read(size)
+            if payload is not None and len(payload) == size:
+                yield stream, payload
+                continue
+        raise InfraError("engine", "the engine cut a command's output stream short")
 
 
 def _raw_socket(sock: Any) -> Any:

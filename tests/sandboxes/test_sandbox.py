@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import gc
+import io
 import os
+import struct
 import sys
+import threading
 import warnings
 
 import pytest
 
 from sandboxes import Sandbox, SandboxError, SandboxFileError, open_sandbox
+from sandboxes.docker_sandbox import _frames
+from sandboxes.errors import InfraError
 
 from .conftest import TEST_LIMITS, TEST_MODULE
 
@@ -106,6 +111,40 @@ def test_output_is_clipped_to_the_limit_with_the_size_stated(box: Sandbox) -> No
     assert result.output.startswith("1\n2\n3\n") and result.output.endswith("99999\n100000\n")
     assert f"{result.clipped_bytes:,}" in result.output
     assert len(result.output) < box.limits.output_chars + 300
+
+
+def test_output_arrives_whole_when_the_client_reads_late(box: Sandbox) -> None:
+    """As under load: the thread that starts a command gets the interpreter back only after
+    the command's output has arrived. A busy thread and a long switch interval make that so
+    (docker-py's own reader then lost the output, most times, with exit code 0)."""
+    busy = threading.Event()
+
+    def spin() -> None:
+        while not busy.is_set():
+            pass
+
+    interval, spinner = sys.getswitchinterval(), threading.Thread(target=spin)
+    sys.setswitchinterval(0.2)
+    spinner.start()
+    try:
+        results = [box.exec("echo hello") for _ in range(8)]
+    finally:
+        busy.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+    assert [(r.exit_code, r.output) for r in results] == [(0, "hello\n")] * 8
+
+
+def test_an_output_stream_cut_inside_a_frame_is_an_infra_error() -> None:
+    frame = struct.Struct(">BxxxL")
+    stream = frame.pack(1, 6) + b"hello\n" + frame.pack(1, 10) + b"cut"
+    frames = _frames(io.BytesIO(stream))
+    assert next(frames) == (1, b"hello\n")
+    with pytest.raises(InfraError, match="cut a command's output stream short"):
+        next(frames)
+    with pytest.raises(InfraError):
+        next(_frames(io.BytesIO(frame.pack(1, 6)[:5])))  # inside a frame's header
+    assert list(_frames(io.BytesIO(stream[:14]))) == [(1, b"hello\n")]  # a clean end
 
 
 def test_closed_sandbox_refuses_work(box: Sandbox) -> None:

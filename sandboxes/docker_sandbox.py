@@ -363,7 +363,7 @@ class _ExecStream(threading.Thread):
             _raw_socket(self._socket).settimeout(None)
             if self.stdin is not None:
                 self._send(self.stdin)
-            for stream, chunk in _frames(self._socket._response.raw._fp.fp):
+            for stream, chunk in _frames(_response_reader(self._socket)):
                 self.sinks[1 if stream == _STDERR and not self.merge else 0](chunk)
         except Exception as exc:  # reported to the caller's thread
             self.error = exc
@@ -416,6 +416,12 @@ def _frames(reader: BinaryIO) -> Iterator[tuple[int, bytes]]:
                 yield stream, payload
                 continue
         raise InfraError("engine", "the engine cut a command's output stream short")
+
+
+def _response_reader(sock: Any) -> BinaryIO:
+    """The buffered reader of the HTTP response that ``exec_start(socket=True)`` turned into
+    ``sock``: it may hold the first frames already, so they are read from it, never ``sock``."""
+    return sock._response.raw._fp.fp
 
 
 def _raw_socket(sock: Any) -> Any:

@@ -7,7 +7,6 @@ import io
 import os
 import struct
 import sys
-import threading
 import warnings
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from sandboxes import Sandbox, SandboxError, SandboxFileError, open_sandbox
 from sandboxes.docker_sandbox import _frames
 from sandboxes.errors import InfraError
+from sandboxes.perf import late_reader
 
 from .conftest import TEST_LIMITS, TEST_MODULE
 
@@ -114,24 +114,10 @@ def test_output_is_clipped_to_the_limit_with_the_size_stated(box: Sandbox) -> No
 
 
 def test_output_arrives_whole_when_the_client_reads_late(box: Sandbox) -> None:
-    """As under load: the thread that starts a command gets the interpreter back only after
-    the command's output has arrived. A busy thread and a long switch interval make that so
-    (docker-py's own reader then lost the output, most times, with exit code 0)."""
-    busy = threading.Event()
-
-    def spin() -> None:
-        while not busy.is_set():
-            pass
-
-    interval, spinner = sys.getswitchinterval(), threading.Thread(target=spin)
-    sys.setswitchinterval(0.2)
-    spinner.start()
-    try:
+    """As under load: the output has arrived before the client reads the response (docker-py's
+    own reader then lost it, most times, with exit code 0)."""
+    with late_reader():
         results = [box.exec("echo hello") for _ in range(8)]
-    finally:
-        busy.set()
-        spinner.join()
-        sys.setswitchinterval(interval)
     assert [(r.exit_code, r.output) for r in results] == [(0, "hello\n")] * 8
 
 

@@ -45,7 +45,6 @@ from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
 from aem_envs.vector import cluster, make_ray_env
 from aem_envs.wrappers import REPLY_FORMAT, LLMActionWrapper, ReplyFormat
-from sandboxes.lifetime import take_ownership
 
 if TYPE_CHECKING:  # transformers and TRL load when a model does
     from transformers import PreTrainedTokenizerBase
@@ -121,7 +120,6 @@ class MultiTurnRollout:
         self.progress: Callable[[str], None] | None = None
         self._pool: dict[str, list[gym.Env]] = {}
         self.ray_address = ray_address
-        take_ownership()  # env workers, Ray, browsers, drivers: none outlives this process
         #: Whether this rollout started Ray (it then stops it in :meth:`close`).
         self._owns_ray = cluster.connect(ray_address) if ray_address is not None else False
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")

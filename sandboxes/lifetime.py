@@ -15,8 +15,9 @@ Why a keeper rather than ``PR_SET_PDEATHSIG``: the parent-death signal ends one 
 what that child started, and it fires when the *thread* that forked exits, which thread
 pools do routinely.
 
-Every aem entry point that starts processes (``aem bench``, the rollout of ``aem train``,
-``aem serve``) calls :func:`take_ownership` before it starts any: it reaps first, so a resumed
+Every aem entry point that starts processes (``aem bench``, ``aem serve``, the start of a
+local Ray for ``aem train --ray`` and the Ray env workers) calls :func:`take_ownership` before
+it starts any: it reaps first, so a resumed
 run never races a survivor of a killed one even if that one's keeper was killed with it, then
 marks. Marking before Ray starts matters: Ray's own agents outlive a driver killed with
 ``SIGKILL``.

@@ -11,6 +11,7 @@ from aem_cli.env_kwargs import add_env_kwargs_flag
 from aem_cli.play import make_env
 from aem_envs.core.errors import ArgumentError
 from aem_envs.registration import resolve_env_id
+from sandboxes.lifetime import take_ownership
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     resolve_env_id(args.env_id)  # an unknown id first: it is the likelier typo
     check_can_listen(args.host, args.port)
     idle = server.DEFAULT_IDLE_TIMEOUT if args.idle_timeout is None else args.idle_timeout
+    take_ownership()  # what the sessions' envs start ends with this process
     make = functools.partial(make_env, args)
     # Make one env first: an unknown id, a bad keyword or a missing engine fails here, in one
     # line, instead of in every session.

@@ -34,7 +34,7 @@ from aem_envs.core.errors import AEMError, require
 from aem_envs.vector import cluster
 from benchmarks.episodes import EPISODES_DIR, EnvPool, EpisodeJob, drive, read_record
 from benchmarks.suite import Suite
-from sandboxes.lifetime import mark_children, reap_orphans
+from sandboxes.lifetime import take_ownership
 
 if TYPE_CHECKING:
     from aem_envs.core.base import TextEnv
@@ -141,8 +141,7 @@ def run_bench(
         )
     run_dir = Path(out)
     jobs = plan(suite, policies, limit)
-    reap_orphans()  # a killed run's survivors must not write into the folder resumed here
-    mark_children()  # its workers, browsers and drivers end when this process does
+    take_ownership()  # no survivor of a killed run writes here; ours end when this one does
     _remove_stale_temporaries(run_dir)
     done = {job.key for job in jobs if resume and read_record(job.path(run_dir)) is not None}
     errors: list[dict[str, Any]] = []

@@ -14,6 +14,7 @@ Containment, and why each piece is there:
   exec's output stream always ends. The client side is bounded too: docker-py can block
   forever on an exec stream, so the stream is read on a worker thread and, past the deadline,
   the container is recycled (killed and started again, keeping its file system).
+- A command's output is read whole or not at all (:mod:`sandboxes.docker_exec`).
 - Labels name the owner process; :func:`sandboxes.reaper.gc` removes containers of dead
   owners.
 """
@@ -21,7 +22,6 @@ Containment, and why each piece is there:
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 import weakref
@@ -29,6 +29,7 @@ from typing import Any
 
 from .base import MAX_FILE_BYTES, ExecResult, Limits, Sandbox, SandboxError, SandboxFileError
 from .docker_engine import docker_client, docker_module, engine_call
+from .docker_exec import ExecStream
 from .errors import InfraError
 from .output import BoundedBuffer, OutputCollector
 from .owner import LABEL_PREFIX, current_owner
@@ -225,7 +226,7 @@ class DockerSandbox(Sandbox):
                 self._recycle()
                 notes.append("[sandbox restarted: its container had stopped]")
                 exec_id = create()
-            reader = _ExecStream(api, exec_id, sinks, merge=merge, stdin=stdin)
+            reader = ExecStream(api, exec_id, sinks, merge=merge, stdin=stdin)
             reader.start()
             reader.join(timeout + _CLIENT_GRACE)
             if reader.is_alive():
@@ -316,82 +317,3 @@ def _remove_quietly(client: Any, container_id: str, close_client: bool) -> None:
 def _wrapped(cmd: str, timeout: float, workdir: str, *, merge: bool) -> list[str]:
     """The argv that runs ``cmd`` under :data:`_WRAPPER`'s time limit and cleanup."""
     return ["sh", "-c", _WRAPPER, "aem", cmd, f"{timeout:.3f}", workdir, "1" if merge else ""]
-
-
-class _ExecStream(threading.Thread):
-    """Runs one started exec's I/O: sends its stdin, reads its output frames into sinks.
-
-    On a thread so that the caller can bound the wait. The exec takes over ("hijacks") an
-    HTTP connection of its own, which never returns to the client's pool: it is closed here
-    when the output ends, and :meth:`cancel` ends a read that would block forever.
-    """
-
-    def __init__(
-        self,
-        api: Any,
-        exec_id: str,
-        sinks: tuple[Any, ...],
-        *,
-        merge: bool,
-        stdin: bytes | None,
-    ) -> None:
-        super().__init__(daemon=True, name="aem-sandbox-exec")
-        self.api, self.exec_id, self.sinks, self.merge, self.stdin = (
-            api,
-            exec_id,
-            sinks,
-            merge,
-            stdin,
-        )
-        self.error: BaseException | None = None
-        self._socket: Any = None
-
-    def run(self) -> None:
-        from docker.utils.socket import STDERR, frames_iter
-
-        try:
-            self._socket = self.api.exec_start(self.exec_id, socket=True)
-            if self.stdin is not None:
-                self._send(self.stdin)
-            for stream, chunk in frames_iter(self._socket, False):
-                if chunk:
-                    self.sinks[1 if stream == STDERR and not self.merge else 0](chunk)
-        except Exception as exc:  # reported to the caller's thread
-            self.error = exc
-        finally:
-            self._release()
-
-    def _send(self, data: bytes) -> None:
-        """Write ``data`` and half-close the connection: the process then reads end of file.
-
-        A process that exits early makes the engine drop the connection; the send error is
-        then moot, its exit code and output say what happened.
-        """
-        raw = _raw_socket(self._socket)
-        with contextlib.suppress(OSError):
-            raw.sendall(data)
-            raw.shutdown(socket.SHUT_WR)
-
-    def cancel(self) -> None:
-        """Shut the connection down, so that a blocked read returns (and the thread ends)."""
-        sock = self._socket
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                _raw_socket(sock).shutdown(socket.SHUT_RDWR)
-
-    def _release(self) -> None:
-        """Close the HTTP response first (it holds a file on the socket), then the socket."""
-        sock, self._socket = self._socket, None
-        if sock is None:
-            return
-        raw, response = _raw_socket(sock), getattr(sock, "_response", None)
-        with contextlib.suppress(Exception):
-            if response is not None:
-                response.close()
-        with contextlib.suppress(OSError):
-            raw.close()
-
-
-def _raw_socket(sock: Any) -> Any:
-    """The OS socket behind what ``exec_start(socket=True)`` returns (a ``SocketIO`` or it)."""
-    return getattr(sock, "_sock", sock)

@@ -15,8 +15,12 @@ Why a keeper rather than ``PR_SET_PDEATHSIG``: the parent-death signal ends one 
 what that child started, and it fires when the *thread* that forked exits, which thread
 pools do routinely.
 
-A run calls :func:`reap_orphans` before it starts too, so a resumed run never races a
-survivor of a killed one even if that one's keeper was killed with it.
+Every aem entry point that starts processes (``aem bench``, ``aem serve``, the start of a
+local Ray for ``aem train --ray`` and the Ray env workers) calls :func:`take_ownership` before
+it starts any: it reaps first, so a resumed
+run never races a survivor of a killed one even if that one's keeper was killed with it, then
+marks. Marking before Ray starts matters: Ray's own agents outlive a driver killed with
+``SIGKILL``.
 
 Linux only (``/proc``); elsewhere nothing is marked or reaped.
 """
@@ -36,6 +40,9 @@ from .owner import process_start
 OWNER_ENV = "AEM_OWNER"
 #: Seconds between two looks at the owner.
 POLL_S = 0.5
+#: Seconds to wait for killed processes to be gone (a process in uninterruptible sleep, e.g.
+#: on a slow disk, dies late; the keeper must not wait forever for it).
+KILL_WAIT_S = 5.0
 _PROC = Path("/proc")
 
 
@@ -72,6 +79,13 @@ def mark_children() -> None:
 
 
 _kept: str | None = None
+
+
+def take_ownership() -> None:
+    """Kill what killed runs left (:func:`reap_orphans`), then own every process this one
+    starts from now on (:func:`mark_children`): the first call of an aem entry point."""
+    reap_orphans()
+    mark_children()
 
 
 def _start_keeper(owner: str) -> None:
@@ -129,9 +143,15 @@ def descendants(pid: int) -> list[int]:
 
 
 def _kill(pids: list[int]) -> None:
+    """``SIGKILL`` each of ``pids`` and wait (up to :data:`KILL_WAIT_S`) until they are gone:
+    only then are their own marked children orphans that :func:`reap_orphans` sees."""
+    doomed = [mark for mark in map(identity, pids) if mark]
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_S
+    while any(running(mark) for mark in doomed) and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def marked_processes() -> dict[int, str]:
@@ -164,5 +184,4 @@ def reap_orphans() -> list[int]:
             break
         _kill(found)
         reaped += found
-        time.sleep(0.05)
     return reaped

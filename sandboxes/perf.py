@@ -9,18 +9,24 @@ On one engine and image:
   raw ``container.exec_run`` and through the ``docker exec`` CLI, interleaved so that load on
   the host affects all alike; medians with the sandbox's overhead ratios.
 
-:func:`measure_docker` reports both. Run ``python -m sandboxes.perf [IMAGE]``.
+- :func:`measure_late_reader`: outputs lost when the client reads a command's response late
+  (:func:`late_reader`), through ``Sandbox.exec`` and through the SDK's ``exec_run``
+  (docker-py's own stream reader), interleaved.
+
+:func:`measure_docker` reports the first two. Run ``python -m sandboxes.perf [IMAGE]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .docker_engine import client_session
@@ -89,6 +95,43 @@ def measure_exec(
     if "raw_cli_exec_s" in result:
         result["overhead_vs_cli"] = result["sandbox_exec_s"] / result["raw_cli_exec_s"]
     return result
+
+
+@contextlib.contextmanager
+def late_reader(switch_interval: float = 0.2) -> Iterator[None]:
+    """As on a loaded host: a thread that starts a command gets the interpreter back only
+    after the command's output has arrived, since a busy thread holds it for up to
+    ``switch_interval`` seconds. Output that the HTTP response's buffer takes in with the
+    response's headers is then lost by a reader of the raw socket (docs/sandboxes.md)."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            pass
+
+    interval, spinner = sys.getswitchinterval(), threading.Thread(target=spin, daemon=True)
+    sys.setswitchinterval(switch_interval)
+    spinner.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        spinner.join()
+        sys.setswitchinterval(interval)
+
+
+def measure_late_reader(image: str, *, repeats: int = 20, client: Any = None) -> dict[str, int]:
+    """How many of ``repeats`` outputs of ``echo hello`` came back other than ``hello`` under
+    :func:`late_reader`, through ``Sandbox.exec`` (``sandbox_lost``) and the SDK's
+    ``exec_run`` (``raw_sdk_lost``), alternating."""
+    with client_session(client) as session, DockerSandbox(image, client=session) as box:
+        container = session.containers.get(box.container_id)
+        lost = {"sandbox_lost": 0, "raw_sdk_lost": 0}
+        with late_reader():
+            for _ in range(repeats):
+                lost["sandbox_lost"] += box.exec("echo hello").output != "hello\n"
+                lost["raw_sdk_lost"] += container.exec_run(["echo", "hello"]).output != b"hello\n"
+    return lost
 
 
 def measure_docker(image: str, *, repeats: int = 20, command: str = "true") -> dict[str, float]:

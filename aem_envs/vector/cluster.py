@@ -17,6 +17,7 @@ from typing import Any
 from aem_envs.core.errors import AEMError, require
 from aem_envs.vector.worker import EnvWorker
 from sandboxes.errors import exception_line
+from sandboxes.lifetime import take_ownership
 
 #: Per-actor resources unless the caller says otherwise. A text env's process idles while
 #: the policy thinks, so a quarter CPU each lets a 2-core machine hold 8 envs; an env whose
@@ -67,6 +68,7 @@ def connect(address: str | None) -> bool:
     if ray.is_initialized():
         return False
     if address is None or address == LOCAL:
+        take_ownership()  # a SIGKILLed driver would leave Ray's agents (and their envs') behind
         ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1")
         return True
     if address != "auto":

@@ -9,6 +9,8 @@ on the same bundled instance image:
 - command overhead: ``Sandbox.exec("true")`` (timeout wrapper, straggler kill, output
   clipping) vs raw ``docker exec <container> bash -c true`` and the SDK's ``exec_run``,
   interleaved (:func:`sandboxes.perf.measure_exec`) — target ≤ 1.2× raw;
+- command outputs lost when the client reads late, as under load: ``Sandbox.exec`` vs the
+  SDK's ``exec_run`` (:func:`sandboxes.perf.measure_late_reader`) — target 0;
 - evaluation of the gold patch: :func:`aem_envs.swe.grading.evaluate` vs swebench's own
   ``run_instance`` (same test spec, same image, run offline here), whose container cleanup
   is a ``docker stop --time=15`` — target ≥ 10× faster;
@@ -91,6 +93,21 @@ def measure_command(image: str, repeats: int) -> list[dict[str, Any]]:
     ]
 
 
+def measure_late_reader(image: str, repeats: int) -> dict[str, Any]:
+    from sandboxes.perf import measure_late_reader as measure
+
+    lost = measure(image, repeats=repeats)
+    return _row(
+        f"command outputs lost of {repeats}, client reading late",
+        lost["sandbox_lost"],
+        lost["raw_sdk_lost"],
+        "outputs",
+        "`echo hello` with a busy thread holding the interpreter 0.2 s at a time (as under "
+        "load); baseline: the docker SDK's exec_run (its reader skips the response's buffer)",
+        ratio=None,
+    )
+
+
 def measure_evaluation(instance: Any, image: str, repeats: int) -> dict[str, Any]:
     from aem_envs.swe.grading import evaluate, make_test_spec, swebench_modules
     from sandboxes.docker_engine import docker_client
@@ -162,6 +179,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
     return [
         measure_start(image, repeats),
         *measure_command(image, 10 if quick else 50),
+        measure_late_reader(image, 10 if quick else 20),
         measure_evaluation(instance, image, repeats),
         measure_parallel(pairs),
     ]

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from sandboxes.lifetime import descendants, identity, marked_processes, running
+from tests.fixtures.processes import kill_when_started
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -46,20 +44,6 @@ def _command(suite: Path, out: Path) -> list[str]:
     ]
 
 
-def _survivors(tree: list[str | None]) -> list[int]:
-    """Processes of ``tree`` (identities) still running, and marked processes they own."""
-    owners = {owner for owner in tree if owner}
-    alive = [int(owner.split(":")[0]) for owner in owners if running(owner)]
-    return alive + [pid for pid, owner in marked_processes().items() if owner in owners]
-
-
-def _name(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 def test_sigkilled_bench_leaves_nothing_and_resumes_every_episode_once(
     browser: None, tmp_path: Path
 ) -> None:
@@ -69,18 +53,7 @@ def test_sigkilled_bench_leaves_nothing_and_resumes_every_episode_once(
     with (tmp_path / "killed.log").open("w") as log:
         run = subprocess.Popen(_command(suite, out), env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 180
-        while "chromium" not in {_name(pid) for pid in descendants(run.pid)}:
-            assert run.poll() is None and time.monotonic() < deadline, "no browser started"
-            time.sleep(0.2)
-        below = [identity(pid) for pid in [run.pid, *descendants(run.pid)]]
-        assert {"chromedriver", "chromium"} <= {_name(int(i.split(":")[0])) for i in below if i}
-        run.send_signal(signal.SIGKILL)
-        run.wait()
-        deadline = time.monotonic() + 10
-        while (left := _survivors(below)) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert left == [], [(pid, _name(pid)) for pid in left]
+        assert kill_when_started(run, {"chromedriver", "chromium"}) == []
     finally:
         if run.poll() is None:
             run.kill()

@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 from sandboxes import Sandbox, SandboxError, SandboxFileError, open_sandbox
+from sandboxes.perf import late_reader
 
 from .conftest import TEST_LIMITS, TEST_MODULE
 
@@ -106,6 +107,14 @@ def test_output_is_clipped_to_the_limit_with_the_size_stated(box: Sandbox) -> No
     assert result.output.startswith("1\n2\n3\n") and result.output.endswith("99999\n100000\n")
     assert f"{result.clipped_bytes:,}" in result.output
     assert len(result.output) < box.limits.output_chars + 300
+
+
+def test_output_arrives_whole_when_the_client_reads_late(box: Sandbox) -> None:
+    """As under load: the output has arrived before the client reads the response (docker-py's
+    own reader then lost it, most times, with exit code 0)."""
+    with late_reader():
+        results = [box.exec("echo hello") for _ in range(8)]
+    assert [(r.exit_code, r.output) for r in results] == [(0, "hello\n")] * 8
 
 
 def test_closed_sandbox_refuses_work(box: Sandbox) -> None:

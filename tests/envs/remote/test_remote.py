@@ -26,6 +26,7 @@ from aem_envs.core.errors import NO_DEPS_PACKAGES, ArgumentError
 from aem_envs.core.io import jsonable
 from aem_envs.remote.client import RemoteEnvError
 from tests.envs.remote.served import serving
+from tests.fixtures.processes import kill_when_started, left_after_grace, process_tree
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -244,32 +245,37 @@ def test_serve_an_unknown_id_or_keyword_fails_in_one_line(capsys) -> None:
     assert err.count("\n") == 0 and "unexpected keyword argument 'bogus'" in err
 
 
-def test_aem_serve_plays_and_stops_with_no_process_left() -> None:
+def _aem_serve(env_id: str) -> tuple[subprocess.Popen[str], str]:
+    """``aem serve env_id`` on a free loopback port, once it answers; the process and URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "aem_cli", "serve", "aem/ALFWorld-v0", "--port", str(port)]
+    command = [sys.executable, "-m", "aem_cli", "serve", env_id, "--port", str(port)]
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
     )  # fmt: skip
+    banner = proc.stdout.readline() if proc.stdout else ""
+    assert f"{env_id} at ws://127.0.0.1:{port}/ws" in banner, banner
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            requests.get(f"{url}/health", timeout=5).raise_for_status()
+            return proc, url
+        except requests.ConnectionError:
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stdout.read()
+            time.sleep(0.2)
+
+
+def test_aem_serve_plays_and_stops_with_no_process_left() -> None:
+    proc, url = _aem_serve("aem/ALFWorld-v0")
     try:
-        banner = proc.stdout.readline() if proc.stdout else ""
-        assert f"aem/ALFWorld-v0 at ws://127.0.0.1:{port}/ws" in banner
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                requests.get(f"{url}/health", timeout=5).raise_for_status()
-                break
-            except requests.ConnectionError:
-                assert time.monotonic() < deadline and proc.poll() is None, proc.stdout.read()
-                time.sleep(0.2)
         env = _remote(url)
         env.reset(seed=0)
         _, _, _, _, info = env.step("look")
         assert info["step"] == 1
-        children = psutil.Process(proc.pid).children(recursive=True)
+        tree = process_tree(proc.pid)
         proc.send_signal(signal.SIGINT)  # with the session still open
         assert proc.wait(timeout=60) == 0
         env.close()
@@ -277,7 +283,21 @@ def test_aem_serve_plays_and_stops_with_no_process_left() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert not [c for c in children if c.is_running()]
+    assert left_after_grace(tree) == []
+
+
+@pytest.mark.browser
+def test_sigkilled_aem_serve_leaves_no_browser_or_driver() -> None:
+    proc, url = _aem_serve("aem/WebShopBrowser-v0")
+    try:
+        sessions = [_remote(url), _remote(url)]
+        for seed, env in enumerate(sessions):
+            env.reset(seed=seed)
+        assert kill_when_started(proc, {"chromedriver", "chromium"}, timeout_s=10) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def test_install_script_installs_the_scale_extras_no_deps_pins() -> None:

@@ -26,6 +26,8 @@ def test_start_and_command_rows_are_measured():
     rows = [perf.measure_start(image, 1), *perf.measure_command(image, 2)]
     for row in rows:
         assert row["ours"] > 0 and row["baseline"] > 0 and row["ratio"] > 0
+    late = perf.measure_late_reader(image, 2)
+    assert late["ours"] == 0 and 0 <= late["baseline"] <= 2 and set(late) == set(COLUMNS)
 
 
 @pytest.mark.docker

@@ -32,7 +32,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, SupportsFloat, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import torch
@@ -40,11 +41,12 @@ import torch
 from aem_agent.batches import LAYOUTS, Layout, trajectory_batch
 from aem_agent.episodes import Episode, EpisodeSpec, RolloutError, Turn
 from aem_agent.generators import Generate, Generated, trainer_generator, vllm_generator
+from aem_agent.play import EnvPool, Live, Observer, Step, drive
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
-from aem_envs.vector import cluster, make_ray_env
-from aem_envs.wrappers import REPLY_FORMAT, LLMActionWrapper, ReplyFormat
+from aem_envs.vector import cluster
+from aem_envs.wrappers import REPLY_FORMAT, ReplyFormat
 
 if TYPE_CHECKING:  # transformers and TRL load when a model does
     from transformers import PreTrainedTokenizerBase
@@ -67,9 +69,10 @@ Behaviour = Callable[[gym.Env, str], str]
 class MultiTurnRollout:
     """Plays batches of episodes with a policy model; usable as TRL's ``rollout_func``.
 
-    Environments are kept in a pool per env id and reused across calls (engines are slow to
-    start); the batch's environments are stepped concurrently by ``workers`` threads, since an
-    env step is mostly waiting on an engine, a browser or a container.
+    Episodes are played by the episode engine (:func:`aem_agent.play.drive`): environments are
+    kept in a pool and reused across calls (engines are slow to start); the batch's
+    environments are made and stepped concurrently by ``workers`` threads, since an env step
+    is mostly waiting on an engine, a browser or a container.
 
     ``ray_address`` puts each env in a Ray actor (:func:`aem_envs.vector.make_ray_env`),
     where engines, browsers and containers can use other cores or machines: ``"local"`` a
@@ -118,8 +121,8 @@ class MultiTurnRollout:
         #: Called with one line every :data:`PROGRESS_SECONDS` of a long rollout (``aem train``
         #: sets it to ``print``), so minutes of generation are not minutes of silence.
         self.progress: Callable[[str], None] | None = None
-        self._pool: dict[str, list[gym.Env]] = {}
         self.ray_address = ray_address
+        self.envs = EnvPool(ray_address)
         #: Whether this rollout started Ray (it then stops it in :meth:`close`).
         self._owns_ray = cluster.connect(ray_address) if ray_address is not None else False
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
@@ -207,46 +210,21 @@ class MultiTurnRollout:
                 "play(behaviour=...) relabels teacher turns; it needs a teacher and the step "
                 "layout (a trajectory row would pair a label with another action's observation)"
             )
-        envs = self._checkout(specs)
-        episodes = [Episode(spec) for spec in specs]
-        resets = list(self._executor.map(self._reset, envs, specs))
-        inputs = [
-            PolicyInput(spec.env_id, info["instruction"], obs, [], info["admissible_actions"])
-            for spec, (obs, info) in zip(specs, resets, strict=True)
-        ]
-        for episode, inp in zip(episodes, inputs, strict=True):
-            episode.prompt_ids = self._encode_messages(self._messages(inp, history=False))
-            episode.prompt_ids += self._prefix_ids
-        last_report = time.monotonic()
-        for turn in range(self.max_turns):
-            active = [i for i, e in enumerate(episodes) if not (e.done or e.out_of_tokens)]
-            if self.progress is not None and time.monotonic() - last_report > PROGRESS_SECONDS:
-                self.progress(_progress_line(episodes, turn))
-                last_report = time.monotonic()
-            if not (sync(len(active)) if sync is not None else active):
-                break
-            asked = range(len(episodes)) if full_batch else active
-            contexts = {
-                i: self._context(episodes[i], inputs[i]) if i in active else [self._eos_id]
-                for i in asked
-            }
-            if teacher is not None:
-                labels = {i: teacher(envs[i]) for i in active}
-                replies = {i: self.teacher_reply(labels[i]) for i in active}
-            else:
-                assert generate is not None  # checked above: exactly one of generate and teacher
-                replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
-            texts = [
-                self.reply_prefix
-                + cast("str", self.tokenizer.decode(replies[i].ids, skip_special_tokens=True))
-                if behaviour is None
-                else behaviour(envs[i], labels[i])
-                for i in active
-            ]
-            steps = list(self._executor.map(lambda i, t: envs[i].step(t), active, texts))
-            for i, text, step in zip(active, texts, steps, strict=True):
-                self._record(episodes[i], inputs[i], turn, contexts[i], replies[i], text, step)
-        return episodes
+        kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
+        jobs = [_Job(spec, resolve_env_id(spec.env_id), kwargs) for spec in specs]
+        recording = _Recording(self, specs, generate, teacher, behaviour, full_batch)
+        drive(
+            jobs,
+            recording.act,
+            recording,
+            envs=self.envs,
+            concurrency=len(jobs),
+            threads=self._executor,
+            reply_format=self.parser,
+            max_turns=self.max_turns,
+            sync=sync,
+        )
+        return recording.episodes
 
     def teacher_reply(self, text: str) -> Generated:
         """A teacher's reply text as the token ids the model would emit after its context.
@@ -265,42 +243,13 @@ class MultiTurnRollout:
 
     def close(self) -> None:
         """Close every pooled environment, stop the worker threads, and Ray if it started it."""
-        for envs in self._pool.values():
-            for env in envs:
-                env.close()
-        self._pool.clear()
+        self.envs.close()
         self._executor.shutdown(wait=True)
         if self._owns_ray:
             cluster.ray_module().shutdown()
             self._owns_ray = False
 
     # ------------------------------------------------------------------ internals
-    def _checkout(self, specs: Sequence[EpisodeSpec]) -> list[gym.Env]:
-        """One env per spec from the pool, creating only as many as this batch needs (in the
-        worker threads: an engine or an actor takes seconds to start)."""
-        slots = []
-        needed: dict[str, int] = {}
-        for spec in specs:
-            slots.append((spec.env_id, needed.get(spec.env_id, 0)))
-            needed[spec.env_id] = slots[-1][1] + 1
-        for env_id, count in needed.items():
-            pool = self._pool.setdefault(env_id, [])
-            pool.extend(self._executor.map(self._make, [env_id] * (count - len(pool))))
-        return [self._pool[env_id][index] for env_id, index in slots]
-
-    def _make(self, env_id: str) -> gym.Env:
-        """The env for ``env_id``, here or in a Ray actor, under the reply parser (which runs
-        here either way)."""
-        kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
-        resolved = resolve_env_id(env_id)
-        if self.ray_address is None:
-            return LLMActionWrapper(gym.make(resolved, **kwargs), self.parser)
-        return LLMActionWrapper(make_ray_env(resolved, self.ray_address, **kwargs), self.parser)
-
-    @staticmethod
-    def _reset(env: gym.Env, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:
-        return env.reset(seed=spec.seed, options=spec.reset_options())
-
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0
         return build_messages(
@@ -328,23 +277,20 @@ class MultiTurnRollout:
         context: list[int],
         reply: Generated,
         text: str,
-        step: tuple[str, SupportsFloat, bool, bool, dict[str, Any]],
+        step: Step,
     ) -> None:
-        obs, reward, terminated, truncated, info = step
-        acted = Turn(context, reply, text, float(reward), info["action_valid"], inp.observation)
+        info = step.info
+        acted = Turn(context, reply, text, step.reward, info["action_valid"], step.acted_on)
         episode.turns.append(acted)
         episode.completion_ids += reply.ids
         episode.env_mask += [1] * len(reply.ids)
         episode.logprobs += reply.logprobs
         episode.entropies += reply.entropies if reply.entropies is not None else []
         episode.turn_ids += [turn] * len(reply.ids)
-        episode.reward += float(reward)
+        episode.reward += step.reward
         episode.won, episode.score = bool(info["won"]), float(info["score"])
         episode.infra_error = str(info["infra_error"]) if info.get("infra_error") else None
-        episode.done = bool(terminated or truncated or episode.infra_error)  # infra: ends it
-        inp.history.append((inp.observation, info.get("parsed_action") or text))
-        inp.observation = obs
-        inp.admissible_actions = info["admissible_actions"]
+        episode.done = bool(step.terminated or step.truncated or episode.infra_error)
         if episode.done or self.layout == "step":
             return
         segment = self._observation_ids(inp)
@@ -388,6 +334,103 @@ class MultiTurnRollout:
         )
         assert isinstance(text, str)  # tokenize=False renders one conversation as one string
         return text
+
+
+@dataclass(frozen=True)
+class _Job:
+    """An episode of a rollout for the episode engine: the spec and how to make its env."""
+
+    spec: EpisodeSpec
+    env: str
+    env_kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Sampled:
+    """One turn's answer: the text the env is stepped with, the reply's tokens as sampled (or
+    the teacher's label), and the context they continue."""
+
+    reply: str
+    generated: Generated
+    context: list[int]
+
+
+class _Recording(Observer[_Job, _Sampled]):
+    """One :meth:`MultiTurnRollout.play`: the token-recording ``act`` and the observer that
+    fills an :class:`Episode` per spec, turn by turn."""
+
+    def __init__(
+        self,
+        rollout: MultiTurnRollout,
+        specs: Sequence[EpisodeSpec],
+        generate: Generate | None,
+        teacher: Teacher | None,
+        behaviour: Behaviour | None,
+        full_batch: bool,
+    ) -> None:
+        self.rollout = rollout
+        self.episodes = [Episode(spec) for spec in specs]
+        self.generate = generate
+        self.teacher = teacher
+        self.behaviour = behaviour
+        self.full_batch = full_batch
+        #: The episode of each policy input (the engine keeps one input per episode).
+        self._index: dict[int, int] = {}
+        self._envs: list[gym.Env] = []
+        self._turn = 0
+        self._last_report = time.monotonic()
+
+    def started(self, live: Live[_Job]) -> None:
+        index = self._index[id(live.input)] = len(self._index)
+        self._envs.append(live.env)
+        rollout = self.rollout
+        prompt = rollout._encode_messages(rollout._messages(live.input, history=False))
+        self.episodes[index].prompt_ids = prompt + rollout._prefix_ids
+
+    def act(self, inputs: list[PolicyInput]) -> list[_Sampled]:
+        """One reply per input: sampled by ``generate`` from each episode's context, or the
+        teacher's; with ``full_batch`` every finished episode adds a one-token placeholder."""
+        rollout, episodes = self.rollout, self.episodes
+        if rollout.progress is not None and time.monotonic() - self._last_report > PROGRESS_SECONDS:
+            rollout.progress(_progress_line(episodes, self._turn))
+            self._last_report = time.monotonic()
+        self._turn += 1
+        by_index = {self._index[id(inp)]: inp for inp in inputs}
+        active = list(by_index)
+        asked = range(len(episodes)) if self.full_batch else active
+        contexts = {
+            i: rollout._context(episodes[i], by_index[i]) if i in by_index else [rollout._eos_id]
+            for i in asked
+        }
+        if self.teacher is not None:
+            labels = {i: self.teacher(self._envs[i]) for i in active}
+            replies = {i: rollout.teacher_reply(labels[i]) for i in active}
+        else:
+            assert self.generate is not None  # play() takes exactly one of generate and teacher
+            replies = dict(zip(contexts, self.generate(list(contexts.values())), strict=True))
+        texts = [
+            rollout.reply_prefix
+            + cast("str", rollout.tokenizer.decode(replies[i].ids, skip_special_tokens=True))
+            if self.behaviour is None
+            else self.behaviour(self._envs[i], labels[i])
+            for i in active
+        ]
+        return [_Sampled(t, replies[i], contexts[i]) for i, t in zip(active, texts, strict=True)]
+
+    def stepped(self, live: Live[_Job], reply: _Sampled, step: Step) -> None:
+        episode = self.episodes[self._index[id(live.input)]]
+        turn = live.steps - 1  # every episode of a rollout starts at the first turn
+        self.rollout._record(
+            episode, live.input, turn, reply.context, reply.generated, reply.reply, step
+        )
+        if episode.out_of_tokens:
+            live.halt()
+
+    def finished(self, live: Live[_Job]) -> None:
+        infra = live.info.get("infra_error")
+        episode = self.episodes[self._index[id(live.input)]]
+        if infra and episode.infra_error is None:  # the reset already failed
+            episode.infra_error, episode.done = str(infra), True
 
 
 def _progress_line(episodes: Sequence[Episode], turn: int) -> str:

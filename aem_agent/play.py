@@ -200,8 +200,14 @@ class Live(Generic[J]):
         self.input.instruction = str(info.get("instruction", ""))
         self.input.admissible_actions = info.get("admissible_actions")
         infra = info.get("infra_error")
-        if infra:  # cut short by the machinery: an error, not a failure
+        if not infra:
+            return
+        # cut short by the machinery: an error, not a failure (aem_envs' Outcome reports a
+        # kind and a message; an env of its own may report a line of text)
+        if isinstance(infra, dict):
             self.error = f"infra_error ({infra.get('kind')}): {infra.get('message')}"
+        else:
+            self.error = f"infra_error: {infra}"
 
 
 class Observer(Generic[J, R]):

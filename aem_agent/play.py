@@ -130,15 +130,24 @@ class Step:
 class Live(Generic[J]):
     """An episode in progress: its env, what the policy sees next, and its running totals.
 
-    ``input`` is one :class:`PolicyInput` kept up to date turn by turn (the observation, the
-    history, the admissible actions), so a caller can tell its episodes apart by it.
+    ``env`` is ``bare`` (the pooled env) under ``below`` (e.g. a recorder; ``bare`` itself by
+    default) under the reply parser. ``input`` is one :class:`PolicyInput` kept up to date
+    turn by turn (the observation, the history, the admissible actions), so a caller can tell
+    its episodes apart by it. A caller that branches an episode (the learning harness's exact
+    evaluation) deep-copies its ``Live`` and steps the copy.
     """
 
-    def __init__(self, job: J, bare: gym.Env, env: gym.Env) -> None:
+    def __init__(
+        self,
+        job: J,
+        bare: gym.Env,
+        reply_format: ReplyFormat | None = None,
+        below: gym.Env | None = None,
+    ) -> None:
         self.job = job
         self.bare = bare
-        self.env = env
-        self.input = PolicyInput(job.spec.env_id, "", "", [], None, env)
+        self.env = LLMActionWrapper(bare if below is None else below, reply_format)
+        self.input = PolicyInput(job.spec.env_id, "", "", [], None, self.env)
         self.info: dict[str, Any] = {}
         self.steps = 0
         self.reward = 0.0
@@ -159,7 +168,7 @@ class Live(Generic[J]):
         """End this episode before the env does (an observer's budget ran out)."""
         self.halted = True
 
-    def reset(self, contain: bool) -> None:
+    def reset(self, contain: bool = False) -> None:
         spec = self.job.spec
         tic = time.perf_counter()
         try:
@@ -173,7 +182,7 @@ class Live(Generic[J]):
             self.env_time_s += time.perf_counter() - tic
         self._see(observation, info)
 
-    def step(self, text: str, contain: bool) -> Step | None:
+    def step(self, text: str, contain: bool = False) -> Step | None:
         tic = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = self.env.step(text)
@@ -288,7 +297,7 @@ def drive(
             return False
         bare = each(lambda job: envs.acquire(job.env, job.env_kwargs), fresh)
         started = [
-            Live(job, env, LLMActionWrapper(observer.wrap(job, env), reply_format))
+            Live(job, env, reply_format, observer.wrap(job, env))
             for job, env in zip(fresh, bare, strict=True)
         ]
         live.extend(started)

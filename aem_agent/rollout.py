@@ -210,8 +210,7 @@ class MultiTurnRollout:
                 "play(behaviour=...) relabels teacher turns; it needs a teacher and the step "
                 "layout (a trajectory row would pair a label with another action's observation)"
             )
-        kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
-        jobs = [_Job(spec, resolve_env_id(spec.env_id), kwargs) for spec in specs]
+        jobs = [self._job(spec) for spec in specs]
         recording = _Recording(self, specs, generate, teacher, behaviour, full_batch)
         drive(
             jobs,
@@ -225,6 +224,19 @@ class MultiTurnRollout:
             sync=sync,
         )
         return recording.episodes
+
+    def start(self, spec: EpisodeSpec) -> Live[Any]:
+        """One episode of ``spec`` reset as :meth:`play` starts it (an env from the pool, the
+        rollout's parser and step limit), for a caller that steps it itself; hand it back
+        with :meth:`release`."""
+        job = self._job(spec)
+        episode = Live(job, self.envs.acquire(job.env, job.env_kwargs), self.parser)
+        episode.reset()
+        return episode
+
+    def release(self, episode: Live[Any]) -> None:
+        """Return the env of an episode from :meth:`start` to the pool."""
+        self.envs.release(episode.job.env, episode.job.env_kwargs, episode.bare)
 
     def teacher_reply(self, text: str) -> Generated:
         """A teacher's reply text as the token ids the model would emit after its context.
@@ -250,6 +262,10 @@ class MultiTurnRollout:
             self._owns_ray = False
 
     # ------------------------------------------------------------------ internals
+    def _job(self, spec: EpisodeSpec) -> _Job:
+        kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
+        return _Job(spec, resolve_env_id(spec.env_id), kwargs)
+
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0
         return build_messages(

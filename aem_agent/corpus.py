@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from aem_agent.episodes import EpisodeSpec
-from aem_agent.play import EnvPool, Live, Observer, Step, drive
+from aem_agent.play import EnvPool, Job, Live, Observer, Step, drive
 from aem_agent.policies.base import PolicyInput, PolicyOutput
 from aem_envs.reply import REPLY_FORMAT
 
@@ -46,7 +45,7 @@ def played_texts(
     from aem_envs.registration import resolve_env_id
 
     make_id, kwargs = resolve_env_id(env_id), dict(env_kwargs or {})
-    jobs = [_Job(EpisodeSpec(env_id, seed + k, split), make_id, kwargs) for k in range(episodes)]
+    jobs = [Job(EpisodeSpec(env_id, seed + k, split), make_id, kwargs) for k in range(episodes)]
     writer = _CorpusWriter(choose, reply, max_turns, prompt_style, history_window, seed)
     envs = EnvPool()
     try:
@@ -56,14 +55,7 @@ def played_texts(
     return writer.texts
 
 
-@dataclass(frozen=True)
-class _Job:
-    spec: EpisodeSpec
-    env: str
-    env_kwargs: dict[str, Any]
-
-
-class _CorpusWriter(Observer[_Job, PolicyOutput]):
+class _CorpusWriter(Observer[Job, PolicyOutput]):
     """Renders each turn's prompt and picks its action as soon as the observation is in
     (``choose`` may end the episode there, before the env is stepped again)."""
 
@@ -86,17 +78,17 @@ class _CorpusWriter(Observer[_Job, PolicyOutput]):
         assert self._next is not None and len(inputs) == 1  # one episode at a time
         return [self._next]
 
-    def started(self, episode: Live[_Job]) -> None:
+    def started(self, episode: Live[Job]) -> None:
         if not episode.done:
             self._turn(episode)
 
-    def stepped(self, episode: Live[_Job], reply: PolicyOutput, step: Step) -> None:
+    def stepped(self, episode: Live[Job], reply: PolicyOutput, step: Step) -> None:
         if not episode.done and episode.steps < self.max_turns:
             self._turn(episode)
         else:
             episode.halt()
 
-    def _turn(self, episode: Live[_Job]) -> None:
+    def _turn(self, episode: Live[Job]) -> None:
         from aem_agent.prompts import build_messages
 
         messages = build_messages(

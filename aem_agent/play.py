@@ -1,11 +1,13 @@
 """The one episode engine: a pool of envs and a lock-step driver, shared by every caller.
 
 Who plays episodes: the trainer's rollouts (a token-recording ``act``, :mod:`aem_agent.rollout`),
-``aem sft``'s demonstrations (the same rollout with an expert ``act``) and ``aem bench`` (a
+``aem sft``'s demonstrations (the same rollout with an expert ``act``), ``aem bench`` (a
 :class:`~aem_agent.policies.base.Policy` plus the trajectory recorder,
-:mod:`benchmarks.episodes`). They differ only in how a batch of turns is answered and in what
-is kept of each episode; how an env is made, reset and stepped, what the policy is shown and
-what the history holds is decided here, once.
+:mod:`benchmarks.episodes`) and the tokenizer corpora (:mod:`aem_agent.corpus`). They differ
+only in how a batch of turns is answered and in what is kept of each episode; how an env is
+made, reset and stepped, what the policy is shown and what the history holds is decided here,
+once. (TRL's own tool loop, :mod:`aem_agent.trl_env`, keeps its conversation itself; its
+episodes are reset from the same :class:`~aem_agent.episodes.EpisodeSpec`.)
 
 Why lock-step: a model answers a whole batch of turns in one call, so episodes that run side
 by side share one model and one forward pass. Env steps of a turn run in threads (engines,
@@ -30,7 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 import gymnasium as gym
@@ -43,7 +45,7 @@ from aem_envs.vector import make_ray_env
 from aem_envs.wrappers import LLMActionWrapper
 
 
-class Job(Protocol):
+class Playable(Protocol):
     """What the driver needs of an episode to play: the spec, and how to make its env."""
 
     @property
@@ -58,6 +60,15 @@ class Job(Protocol):
     def env_kwargs(self) -> dict[str, Any]: ...
 
 
+@dataclass(frozen=True)
+class Job:
+    """A :class:`Playable` of nothing more (a bench job carries its suite and policy too)."""
+
+    spec: EpisodeSpec
+    env: str
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
 class Reply(Protocol):
     """An answer to one turn: ``reply`` is the text the env is stepped with."""
 
@@ -65,7 +76,7 @@ class Reply(Protocol):
     def reply(self) -> str: ...
 
 
-J = TypeVar("J", bound=Job)
+J = TypeVar("J", bound=Playable)
 R = TypeVar("R", bound=Reply)
 
 

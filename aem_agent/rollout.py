@@ -41,7 +41,7 @@ import torch
 from aem_agent.batches import LAYOUTS, Layout, trajectory_batch
 from aem_agent.episodes import Episode, EpisodeSpec, RolloutError, Turn
 from aem_agent.generators import Generate, Generated, trainer_generator, vllm_generator
-from aem_agent.play import EnvPool, Live, Observer, Step, drive
+from aem_agent.play import EnvPool, Job, Live, Observer, Step, drive
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_envs.registration import resolve_env_id
@@ -225,7 +225,7 @@ class MultiTurnRollout:
         )
         return recording.episodes
 
-    def start(self, spec: EpisodeSpec) -> Live[Any]:
+    def start(self, spec: EpisodeSpec) -> Live[Job]:
         """One episode of ``spec`` reset as :meth:`play` starts it (an env from the pool, the
         rollout's parser and step limit), for a caller that steps it itself; hand it back
         with :meth:`release`."""
@@ -234,7 +234,7 @@ class MultiTurnRollout:
         episode.reset()
         return episode
 
-    def release(self, episode: Live[Any]) -> None:
+    def release(self, episode: Live[Job]) -> None:
         """Return the env of an episode from :meth:`start` to the pool."""
         self.envs.release(episode.job.env, episode.job.env_kwargs, episode.bare)
 
@@ -262,9 +262,9 @@ class MultiTurnRollout:
             self._owns_ray = False
 
     # ------------------------------------------------------------------ internals
-    def _job(self, spec: EpisodeSpec) -> _Job:
+    def _job(self, spec: EpisodeSpec) -> Job:
         kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
-        return _Job(spec, resolve_env_id(spec.env_id), kwargs)
+        return Job(spec, resolve_env_id(spec.env_id), kwargs)
 
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0
@@ -353,15 +353,6 @@ class MultiTurnRollout:
 
 
 @dataclass(frozen=True)
-class _Job:
-    """An episode of a rollout for the episode engine: the spec and how to make its env."""
-
-    spec: EpisodeSpec
-    env: str
-    env_kwargs: dict[str, Any]
-
-
-@dataclass(frozen=True)
 class _Sampled:
     """One turn's answer: the text the env is stepped with, the reply's tokens as sampled (or
     the teacher's label), and the context they continue."""
@@ -371,7 +362,7 @@ class _Sampled:
     context: list[int]
 
 
-class _Recording(Observer[_Job, _Sampled]):
+class _Recording(Observer[Job, _Sampled]):
     """One :meth:`MultiTurnRollout.play`: the token-recording ``act`` and the observer that
     fills an :class:`Episode` per spec, turn by turn."""
 
@@ -396,7 +387,7 @@ class _Recording(Observer[_Job, _Sampled]):
         self._turn = 0
         self._last_report = time.monotonic()
 
-    def started(self, live: Live[_Job]) -> None:
+    def started(self, live: Live[Job]) -> None:
         index = self._index[id(live.input)] = len(self._index)
         self._envs.append(live.env)
         rollout = self.rollout
@@ -433,7 +424,7 @@ class _Recording(Observer[_Job, _Sampled]):
         ]
         return [_Sampled(t, replies[i], contexts[i]) for i, t in zip(active, texts, strict=True)]
 
-    def stepped(self, live: Live[_Job], reply: _Sampled, step: Step) -> None:
+    def stepped(self, live: Live[Job], reply: _Sampled, step: Step) -> None:
         episode = self.episodes[self._index[id(live.input)]]
         turn = live.steps - 1  # every episode of a rollout starts at the first turn
         self.rollout._record(
@@ -442,7 +433,7 @@ class _Recording(Observer[_Job, _Sampled]):
         if episode.out_of_tokens:
             live.halt()
 
-    def finished(self, live: Live[_Job]) -> None:
+    def finished(self, live: Live[Job]) -> None:
         infra = live.info.get("infra_error")
         episode = self.episodes[self._index[id(live.input)]]
         if infra and episode.infra_error is None:  # the reset already failed

@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
 
 import gymnasium as gym
 import pytest
 
 from aem_agent.episodes import EpisodeSpec
-from aem_agent.play import EnvPool, Live, Observer, Step, drive
+from aem_agent.play import EnvPool, Job, Live, Observer, Step, drive
 from aem_agent.policies.base import PolicyInput, PolicyOutput
 from aem_envs.core.errors import DataError
 from aem_envs.reply import REPLY_FORMAT
 from aem_envs.wrappers import LLMActionWrapper
 from tests.benchmarks.toy import ENV as COUNTER
-
-
-@dataclass(frozen=True)
-class Job:
-    spec: EpisodeSpec
-    env: str
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 class Kept(Observer[Job, PolicyOutput]):

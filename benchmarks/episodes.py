@@ -1,11 +1,8 @@
-"""Playing episodes: a policy drives many concurrent episodes in lock-step, one batch per turn.
+"""The bench's episodes: what to play (:class:`EpisodeJob`) and what is kept of each.
 
-Why lock-step: a model policy answers a whole batch of turns in one call, so episodes that
-run side by side share one model and one forward pass instead of one model per worker.
-Env steps of a turn run in threads (engines, browsers and containers spend their time
-outside the GIL).
-
-Every finished episode is written as one JSON Lines file, atomically, by the env's own
+The episodes are played by the agent's episode engine (:mod:`aem_agent.rollout.engine`: a pool of
+envs, many episodes in lock-step, one policy batch per turn); this module names them and writes
+them. Every finished episode is written as one JSON Lines file, atomically, by the env's own
 :class:`~aem_envs.wrappers.TrajectoryRecorder`, at a path derived from its key
 (policy/env/split/task/seed, :attr:`EpisodeJob.episode_id`): line 1 ``kind="episode"`` (what
 was played: the recorder's header plus the job), one ``kind="step"`` line per turn (the
@@ -22,7 +19,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +28,10 @@ from typing import Any
 import gymnasium as gym
 
 import aem_envs  # noqa: F401  (registers the aem ids before gym.make)
-from aem_agent.policies.base import Policy, PolicyInput, PolicyOutput
-from aem_envs.core.errors import AEMError
-from aem_envs.vector import make_ray_env
-from aem_envs.wrappers import LLMActionWrapper, TrajectoryRecorder
+from aem_agent.policies.base import Policy, PolicyOutput
+from aem_agent.rollout.engine import EnvPool, Live, Observer, Step, drive
+from aem_agent.rollout.records import EpisodeSpec
+from aem_envs.wrappers import TrajectoryRecorder
 
 EPISODES_DIR = "episodes"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -79,11 +76,10 @@ class EpisodeJob:
         """Where this episode's trajectory lives inside ``run_dir``."""
         return run_dir / EPISODES_DIR / f"{self.episode_id}.jsonl"
 
-    def reset_options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"task_id": self.task_id}
-        if self.split is not None:
-            options["split"] = self.split
-        return options
+    @property
+    def spec(self) -> EpisodeSpec:
+        """The episode itself, as every caller of the episode engine names one."""
+        return EpisodeSpec(self.env_id, self.seed, self.split, self.task_id)
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
@@ -101,79 +97,21 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return None
 
 
-class EnvPool:
-    """Idle environments kept for reuse, keyed by id and constructor keywords.
+class TrajectoryWriter(Observer[EpisodeJob, PolicyOutput]):
+    """The bench's observer of the episode engine: a recorder under each episode's reply
+    parser (so it sees the parsed actions and rejected replies), the policy's raw replies and
+    token counts beside it, and the record written with the trajectory at the end (timed
+    after the last step)."""
 
-    Why: constructing an env can start an engine or a browser; a benchmark plays many
-    episodes of the same env, so one instance per concurrent episode is reused by reset.
-    The pool holds the bare envs; each episode wraps its own recorder and reply parser.
-    With ``ray_address`` each env is made in a Ray actor (:func:`aem_envs.vector.make_ray_env`).
-    """
-
-    def __init__(self, ray_address: str | None = None) -> None:
-        self._idle: dict[str, list[gym.Env]] = {}
-        self.ray_address = ray_address
-
-    @staticmethod
-    def _key(env: str, kwargs: dict[str, Any]) -> str:
-        return json.dumps([env, kwargs], sort_keys=True, default=repr)
-
-    def acquire(self, env: str, kwargs: dict[str, Any]) -> gym.Env:
-        idle = self._idle.get(self._key(env, kwargs))
-        if idle:
-            return idle.pop()
-        if self.ray_address is not None:
-            return make_ray_env(env, self.ray_address, **kwargs)
-        return gym.make(env, **kwargs)
-
-    def release(self, env: str, kwargs: dict[str, Any], instance: gym.Env) -> None:
-        self._idle.setdefault(self._key(env, kwargs), []).append(instance)
-
-    def close(self) -> None:
-        for instances in self._idle.values():
-            for instance in instances:
-                instance.close()
-        self._idle.clear()
-
-
-class _Live:
-    """An episode in progress: its env, the turns so far, and its running totals.
-
-    The env is the pooled one under a recorder writing into ``run_dir`` (only when told:
-    the end row carries the record, timed after the last step) under the reply parser, so the
-    recorder sees the parsed actions and rejected replies and this class adds the replies.
-    """
-
-    def __init__(self, job: EpisodeJob, env: gym.Env, run_dir: Path) -> None:
-        self.job = job
-        self.bare = env
+    def __init__(self, run_dir: Path, on_finish: Callable[[dict[str, Any]], None]) -> None:
         self.run_dir = run_dir
-        self.recorder = TrajectoryRecorder(env, run_dir / EPISODES_DIR, write_on_end=False)
-        self.env = LLMActionWrapper(self.recorder)
-        self.started = time.perf_counter()
-        self.observation = ""
-        self.info: dict[str, Any] = {}
-        self.history: list[tuple[str, str]] = []
-        self.steps = 0
-        self.totals = {
-            "return": 0.0,
-            "invalid_actions": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "policy_time_s": 0.0,
-            "env_time_s": 0.0,
-        }
-        self.terminated = False
-        self.truncated = False
-        self.error: str | None = None
+        self.on_finish = on_finish
+        self._recorders: dict[int, TrajectoryRecorder] = {}
+        self._tokens: dict[int, list[int]] = {}
 
-    @property
-    def done(self) -> bool:
-        return self.terminated or self.truncated or self.error is not None
-
-    def reset(self) -> None:
-        job = self.job
-        self.recorder.next_episode(
+    def wrap(self, job: EpisodeJob, env: gym.Env) -> gym.Env:
+        recorder = TrajectoryRecorder(env, self.run_dir / EPISODES_DIR, write_on_end=False)
+        recorder.next_episode(
             job.episode_id,
             key=job.key,
             suite=job.suite,
@@ -183,90 +121,62 @@ class _Live:
             split=job.split,
             env_kwargs=job.env_kwargs,
         )
-        tic = time.perf_counter()
-        try:
-            self.observation, self.info = self.env.reset(
-                seed=self.job.seed, options=self.job.reset_options()
-            )
-        except Exception as exc:
-            self.error = f"reset failed: {type(exc).__name__}: {exc}"
-            return
-        finally:
-            self.totals["env_time_s"] += time.perf_counter() - tic
-        self._note_infra_error()
+        self._recorders[id(env)] = recorder
+        return recorder
 
-    def policy_input(self) -> PolicyInput:
-        return PolicyInput(
-            env_id=self.job.env_id,
-            instruction=str(self.info.get("instruction", "")),
-            observation=self.observation,
-            history=list(self.history),
-            admissible_actions=self.info.get("admissible_actions"),
-            env=self.env,
+    def started(self, episode: Live[EpisodeJob]) -> None:
+        self._tokens[id(episode)] = [0, 0]
+
+    def replied(self, episode: Live[EpisodeJob], reply: PolicyOutput) -> None:
+        self._recorders[id(episode.bare)].next_step(
+            reply=reply.reply,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
         )
 
-    def step(self, output: PolicyOutput) -> None:
-        self.recorder.next_step(
-            reply=output.reply,
-            prompt_tokens=output.prompt_tokens,
-            completion_tokens=output.completion_tokens,
-        )
-        tic = time.perf_counter()
-        try:
-            observation, reward, terminated, truncated, info = self.env.step(output.reply)
-        except Exception as exc:
-            self.error = f"step failed: {type(exc).__name__}: {exc}"
-            return
-        finally:
-            self.totals["env_time_s"] += time.perf_counter() - tic
-        action = info.get("parsed_action")
-        self.history.append((self.observation, action if action is not None else output.reply))
-        self.observation, self.info = observation, info
-        self.terminated, self.truncated = bool(terminated), bool(truncated)
-        self.totals["return"] += float(reward)
-        self.totals["invalid_actions"] += 0 if info.get("action_valid", True) else 1
-        self.totals["prompt_tokens"] += output.prompt_tokens
-        self.totals["completion_tokens"] += output.completion_tokens
-        self.steps += 1
-        self._note_infra_error()
+    def stepped(self, episode: Live[EpisodeJob], reply: PolicyOutput, step: Step) -> None:
+        tokens = self._tokens[id(episode)]
+        tokens[0] += reply.prompt_tokens
+        tokens[1] += reply.completion_tokens
 
-    def _note_infra_error(self) -> None:
-        """An episode the infrastructure cut short (``info["infra_error"]``) is an error, not a
-        failure: reported apart, kept out of the rates, and played again on resume."""
-        infra = self.info.get("infra_error")
-        if infra:
-            self.error = f"infra_error ({infra.get('kind')}): {infra.get('message')}"
+    def finished(self, episode: Live[EpisodeJob]) -> None:
+        """Write the trajectory atomically; an errored episode is kept but not finished."""
+        recorder = self._recorders.pop(id(episode.bare))
+        record = self.record(episode)
+        record["trajectory"] = str(episode.job.path(self.run_dir).relative_to(self.run_dir))
+        recorder.finish(finished=episode.error is None, record=record)
+        self.on_finish(record)
 
-    def record(self) -> dict[str, Any]:
+    def record(self, episode: Live[EpisodeJob]) -> dict[str, Any]:
+        job, info, error = episode.job, episode.info, episode.error
+        prompt_tokens, completion_tokens = self._tokens.pop(id(episode), [0, 0])
         return {
-            "key": self.job.key,
-            "suite": self.job.suite,
-            "env_id": self.job.env_id,
-            "policy": self.job.policy,
-            "task_id": self.job.task_id,
-            "task_type": str(self.info.get("task_type", "unknown")),
-            "split": self.job.split,
-            "seed": self.job.seed,
-            "won": bool(self.info.get("won", False)) and self.error is None,
-            "score": float(self.info.get("score", 0.0)) if self.error is None else 0.0,
-            "steps": self.steps,
-            "max_steps": int(getattr(self.env.unwrapped, "max_steps", 0)),
-            "terminated": self.terminated,
-            "truncated": self.truncated,
-            **self.totals,
-            "wall_time_s": time.perf_counter() - self.started,
-            "error": self.error,
+            "key": job.key,
+            "suite": job.suite,
+            "env_id": job.env_id,
+            "policy": job.policy,
+            "task_id": job.task_id,
+            "task_type": str(info.get("task_type", "unknown")),
+            "split": job.split,
+            "seed": job.seed,
+            "won": bool(info.get("won", False)) and error is None,
+            "score": float(info.get("score", 0.0)) if error is None else 0.0,
+            "steps": episode.steps,
+            "max_steps": int(getattr(episode.env.unwrapped, "max_steps", 0)),
+            "terminated": episode.terminated,
+            "truncated": episode.truncated,
+            "return": episode.reward,
+            "invalid_actions": episode.invalid_actions,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "policy_time_s": episode.policy_time_s,
+            "env_time_s": episode.env_time_s,
+            "wall_time_s": time.perf_counter() - episode.started,
+            "error": error,
         }
 
-    def write(self) -> dict[str, Any]:
-        """Write the trajectory atomically; an errored episode is kept but not finished."""
-        record = self.record()
-        record["trajectory"] = str(self.job.path(self.run_dir).relative_to(self.run_dir))
-        self.recorder.finish(finished=self.error is None, record=record)
-        return record
 
-
-def drive(
+def play(
     jobs: Iterable[EpisodeJob],
     policy: Policy,
     *,
@@ -275,69 +185,25 @@ def drive(
     envs: EnvPool,
     on_finish: Callable[[dict[str, Any]], None],
 ) -> None:
-    """Play ``jobs`` with up to ``concurrency`` episodes in flight, one policy batch per turn.
+    """Play ``jobs`` with ``policy``, up to ``concurrency`` at once, one batch per turn
+    (:func:`aem_agent.rollout.engine.drive`), writing each finished episode's trajectory.
 
-    A slot freed by a finished episode is refilled at once, so the batch stays full.
-    An exception from an env (an engine crash, an image that fails to build) is recorded
-    in that episode, which a resumed run plays again; the other episodes go on. A policy
-    that fails stops the run: every later episode would fail the same way.
+    An exception from an env is recorded in that episode, which a resumed run plays again;
+    the other episodes go on. A policy that fails stops the run.
     """
-    pending: Iterator[EpisodeJob] = iter(jobs)
-    live: list[_Live] = []
+
+    writer = TrajectoryWriter(run_dir, on_finish)
     threads = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
-
-    def each(method: Callable[..., None], items: list, *args: list) -> None:
-        if threads is None:
-            for values in zip(items, *args, strict=True):
-                method(*values)
-        else:
-            list(threads.map(method, items, *args))
-
     try:
-        while True:
-            fresh: list[_Live] = []
-            while len(live) + len(fresh) < concurrency:
-                job = next(pending, None)
-                if job is None:
-                    break
-                fresh.append(_Live(job, envs.acquire(job.env, job.env_kwargs), run_dir))
-            each(_Live.reset, fresh)
-            live.extend(fresh)
-            _finish([e for e in live if e.done], live, envs, on_finish)
-            if not live:
-                if not fresh:
-                    return
-                continue
-            tic = time.perf_counter()
-            outputs = policy.act([episode.policy_input() for episode in live])
-            if len(outputs) != len(live):
-                raise AEMError(
-                    f"policy {policy.name!r} returned {len(outputs)} replies for "
-                    f"{len(live)} inputs; a policy must answer every input in order"
-                )
-            share = (time.perf_counter() - tic) / len(live)
-            for episode in live:
-                episode.totals["policy_time_s"] += share
-            each(_Live.step, list(live), outputs)
-            _finish([e for e in live if e.done], live, envs, on_finish)
+        drive(
+            jobs,
+            policy.act,
+            writer,
+            envs=envs,
+            concurrency=concurrency,
+            threads=threads,
+            contain_errors=True,
+        )
     finally:
-        for episode in live:  # the bare env: an interrupted episode leaves no file
-            episode.bare.close()
         if threads is not None:
             threads.shutdown()
-
-
-def _finish(
-    done: list[_Live],
-    live: list[_Live],
-    envs: EnvPool,
-    on_finish: Callable[[dict[str, Any]], None],
-) -> None:
-    for episode in done:
-        live.remove(episode)
-        record = episode.write()
-        if episode.error is None:
-            envs.release(episode.job.env, episode.job.env_kwargs, episode.bare)
-        else:
-            episode.bare.close()
-        on_finish(record)

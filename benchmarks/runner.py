@@ -3,7 +3,7 @@
 Two ways to be parallel, chosen per policy:
 
 - a *model* policy (a local model, an endpoint) lives once in this process and plays
-  ``batch_size`` episodes side by side, one batched call per turn (:func:`episodes.drive`);
+  ``batch_size`` episodes side by side, one batched call per turn (:func:`episodes.play`);
 - an *env* policy (``expert``, ``random``: they read the live env and cost nothing) plays
   in ``workers`` processes, one env per process, which isolates engines from each other.
 
@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 
 from aem_agent.policies.base import Policy
+from aem_agent.rollout.engine import EnvPool
 from aem_envs.core.errors import AEMError, require
 from aem_envs.vector import cluster
-from benchmarks.episodes import EPISODES_DIR, EnvPool, EpisodeJob, drive, read_record
+from benchmarks.episodes import EPISODES_DIR, EpisodeJob, play, read_record
 from benchmarks.suite import Suite
 from sandboxes.lifetime import take_ownership
 
@@ -184,7 +185,7 @@ def _play_here(
     policy = source.factory()
     envs = EnvPool(ray_address)
     try:
-        drive(jobs, policy, run_dir=run_dir, concurrency=concurrency, envs=envs, on_finish=finished)
+        play(jobs, policy, run_dir=run_dir, concurrency=concurrency, envs=envs, on_finish=finished)
     finally:
         envs.close()
         policy.close()
@@ -230,7 +231,7 @@ def _stop_worker() -> None:
 
 def _play_one(job: EpisodeJob, run_dir: Path) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
-    drive(
+    play(
         [job],
         _WORKER["policy"],
         run_dir=run_dir,

@@ -33,6 +33,7 @@ import gymnasium as gym
 
 from aem_agent.credit.base import CreditError
 from aem_agent.prompts import admissible_block
+from aem_agent.rollout.records import EpisodeSpec
 from aem_envs.registration import agent_brief, resolve_env_id
 
 #: The line after the first observation telling the model how to act (TRL shows the tool's
@@ -124,12 +125,10 @@ class ToolEnv:
         if self._env is None:
             self._env = gym.make(self._env_id, **self._env_kwargs)
             weakref.finalize(self, self._env.close)
-        options = dict(self._options)
-        options.update({k: row[k] for k in ("split", "task_id") if row.get(k) is not None})
-        seed = row.get("seed")
-        observation, info = self._env.reset(
-            seed=next(self._seeds) if seed is None else int(seed), options=options or None
-        )
+        seed = next(self._seeds) if row.get("seed") is None else int(row["seed"])
+        spec = EpisodeSpec(self._env_id, seed, row.get("split"), row.get("task_id"))
+        options = {**self._options, **(spec.reset_options() or {})}
+        observation, info = self._env.reset(seed=spec.seed, options=options or None)
         self._reward, self._done, self._infra_error = 0.0, False, None
         self._trace = Trace(observation)
         text = observation

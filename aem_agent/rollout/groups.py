@@ -29,22 +29,22 @@ it returns in :mod:`aem_agent.rollout.batches`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, SupportsFloat, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import gymnasium as gym
 import torch
 
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import PromptStyle, build_messages, observation_prompt
 from aem_agent.rollout.batches import LAYOUTS, Layout, trajectory_batch
+from aem_agent.rollout.engine import EnvPool, Job, Live, Step, drive
+from aem_agent.rollout.recording import Behaviour, Recording, Teacher
 from aem_agent.rollout.records import Episode, EpisodeSpec, RolloutError, Turn
 from aem_agent.rollout.samplers import Generate, Generated, trainer_generator, vllm_generator
 from aem_envs.registration import resolve_env_id
-from aem_envs.vector import cluster, make_ray_env
-from aem_envs.wrappers import REPLY_FORMAT, LLMActionWrapper, ReplyFormat
+from aem_envs.vector import cluster
+from aem_envs.wrappers import REPLY_FORMAT, ReplyFormat
 
 if TYPE_CHECKING:  # transformers and TRL load when a model does
     from transformers import PreTrainedTokenizerBase
@@ -52,24 +52,14 @@ if TYPE_CHECKING:  # transformers and TRL load when a model does
 
     from aem_agent.grpo.config import AEMConfig
 
-#: Seconds between two progress lines of one rollout.
-PROGRESS_SECONDS = 15.0
-
-
-#: Writes the reply for an env's current state in place of the model (e.g. the env's expert,
-#: for supervised warm starts); the text must start with the rollout's ``reply_prefix``.
-Teacher = Callable[[gym.Env], str]
-#: ``behaviour(env, label)``: the reply text to execute when a teacher's label is ``label``
-#: (the label itself, or another action that takes the episode off the teacher's path).
-Behaviour = Callable[[gym.Env, str], str]
-
 
 class MultiTurnRollout:
     """Plays batches of episodes with a policy model; usable as TRL's ``rollout_func``.
 
-    Environments are kept in a pool per env id and reused across calls (engines are slow to
-    start); the batch's environments are stepped concurrently by ``workers`` threads, since an
-    env step is mostly waiting on an engine, a browser or a container.
+    Episodes are played by the episode engine (:func:`aem_agent.rollout.engine.drive`): environments
+    are kept in a pool and reused across calls (engines are slow to start); the batch's
+    environments are made and stepped concurrently by ``workers`` threads, since an env step
+    is mostly waiting on an engine, a browser or a container.
 
     ``ray_address`` puts each env in a Ray actor (:func:`aem_envs.vector.make_ray_env`),
     where engines, browsers and containers can use other cores or machines: ``"local"`` a
@@ -118,13 +108,13 @@ class MultiTurnRollout:
         #: Called with one line every :data:`PROGRESS_SECONDS` of a long rollout (``aem train``
         #: sets it to ``print``), so minutes of generation are not minutes of silence.
         self.progress: Callable[[str], None] | None = None
-        self._pool: dict[str, list[gym.Env]] = {}
         self.ray_address = ray_address
+        self.envs = EnvPool(ray_address)
         #: Whether this rollout started Ray (it then stops it in :meth:`close`).
         self._owns_ray = cluster.connect(ray_address) if ray_address is not None else False
         self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="aem-env")
-        self._eos_id = int(tokenizer.eos_token_id)
-        self._eos_text = cast("str", tokenizer.convert_ids_to_tokens(self._eos_id))
+        self.eos_id = int(tokenizer.eos_token_id)
+        self._eos_text = cast("str", tokenizer.convert_ids_to_tokens(self.eos_id))
 
     @classmethod
     def from_config(cls, config: AEMConfig, tokenizer: PreTrainedTokenizerBase) -> MultiTurnRollout:
@@ -170,7 +160,7 @@ class MultiTurnRollout:
             generate = trainer_generator(trainer, self.tokenizer, self.max_turn_tokens)
         specs = [EpisodeSpec.from_prompt(p) for p in prompts]
         episodes = self.play(specs, generate, sync=sync, full_batch=bool(trainer.use_vllm))
-        stand_in = self._eos_id if self.layout == "step" else None
+        stand_in = self.eos_id if self.layout == "step" else None
         return trajectory_batch(episodes, stand_in_eos=stand_in)
 
     def provides_entropies(self, trainer: GRPOTrainer) -> bool:
@@ -207,46 +197,33 @@ class MultiTurnRollout:
                 "play(behaviour=...) relabels teacher turns; it needs a teacher and the step "
                 "layout (a trajectory row would pair a label with another action's observation)"
             )
-        envs = self._checkout(specs)
-        episodes = [Episode(spec) for spec in specs]
-        resets = list(self._executor.map(self._reset, envs, specs))
-        inputs = [
-            PolicyInput(spec.env_id, info["instruction"], obs, [], info["admissible_actions"])
-            for spec, (obs, info) in zip(specs, resets, strict=True)
-        ]
-        for episode, inp in zip(episodes, inputs, strict=True):
-            episode.prompt_ids = self._encode_messages(self._messages(inp, history=False))
-            episode.prompt_ids += self._prefix_ids
-        last_report = time.monotonic()
-        for turn in range(self.max_turns):
-            active = [i for i, e in enumerate(episodes) if not (e.done or e.out_of_tokens)]
-            if self.progress is not None and time.monotonic() - last_report > PROGRESS_SECONDS:
-                self.progress(_progress_line(episodes, turn))
-                last_report = time.monotonic()
-            if not (sync(len(active)) if sync is not None else active):
-                break
-            asked = range(len(episodes)) if full_batch else active
-            contexts = {
-                i: self._context(episodes[i], inputs[i]) if i in active else [self._eos_id]
-                for i in asked
-            }
-            if teacher is not None:
-                labels = {i: teacher(envs[i]) for i in active}
-                replies = {i: self.teacher_reply(labels[i]) for i in active}
-            else:
-                assert generate is not None  # checked above: exactly one of generate and teacher
-                replies = dict(zip(contexts, generate(list(contexts.values())), strict=True))
-            texts = [
-                self.reply_prefix
-                + cast("str", self.tokenizer.decode(replies[i].ids, skip_special_tokens=True))
-                if behaviour is None
-                else behaviour(envs[i], labels[i])
-                for i in active
-            ]
-            steps = list(self._executor.map(lambda i, t: envs[i].step(t), active, texts))
-            for i, text, step in zip(active, texts, steps, strict=True):
-                self._record(episodes[i], inputs[i], turn, contexts[i], replies[i], text, step)
-        return episodes
+        jobs = [self._job(spec) for spec in specs]
+        recording = Recording(self, specs, generate, teacher, behaviour, full_batch)
+        drive(
+            jobs,
+            recording.act,
+            recording,
+            envs=self.envs,
+            concurrency=len(jobs),
+            threads=self._executor,
+            reply_format=self.parser,
+            max_turns=self.max_turns,
+            sync=sync,
+        )
+        return recording.episodes
+
+    def start(self, spec: EpisodeSpec) -> Live[Job]:
+        """One episode of ``spec`` reset as :meth:`play` starts it (an env from the pool, the
+        rollout's parser and step limit), for a caller that steps it itself; hand it back
+        with :meth:`release`."""
+        job = self._job(spec)
+        episode = Live(job, self.envs.acquire(job.env, job.env_kwargs), self.parser)
+        episode.reset()
+        return episode
+
+    def release(self, episode: Live[Job]) -> None:
+        """Return the env of an episode from :meth:`start` to the pool."""
+        self.envs.release(episode.job.env, episode.job.env_kwargs, episode.bare)
 
     def teacher_reply(self, text: str) -> Generated:
         """A teacher's reply text as the token ids the model would emit after its context.
@@ -260,46 +237,21 @@ class MultiTurnRollout:
                 f"{self.reply_prefix!r}"
             )
         body = text[len(self.reply_prefix) :]
-        ids = [*self.tokenizer(body, add_special_tokens=False)["input_ids"], self._eos_id]
+        ids = [*self.tokenizer(body, add_special_tokens=False)["input_ids"], self.eos_id]
         return Generated(ids, [0.0] * len(ids), None)
 
     def close(self) -> None:
         """Close every pooled environment, stop the worker threads, and Ray if it started it."""
-        for envs in self._pool.values():
-            for env in envs:
-                env.close()
-        self._pool.clear()
+        self.envs.close()
         self._executor.shutdown(wait=True)
         if self._owns_ray:
             cluster.ray_module().shutdown()
             self._owns_ray = False
 
     # ------------------------------------------------------------------ internals
-    def _checkout(self, specs: Sequence[EpisodeSpec]) -> list[gym.Env]:
-        """One env per spec from the pool, creating only as many as this batch needs (in the
-        worker threads: an engine or an actor takes seconds to start)."""
-        slots = []
-        needed: dict[str, int] = {}
-        for spec in specs:
-            slots.append((spec.env_id, needed.get(spec.env_id, 0)))
-            needed[spec.env_id] = slots[-1][1] + 1
-        for env_id, count in needed.items():
-            pool = self._pool.setdefault(env_id, [])
-            pool.extend(self._executor.map(self._make, [env_id] * (count - len(pool))))
-        return [self._pool[env_id][index] for env_id, index in slots]
-
-    def _make(self, env_id: str) -> gym.Env:
-        """The env for ``env_id``, here or in a Ray actor, under the reply parser (which runs
-        here either way)."""
+    def _job(self, spec: EpisodeSpec) -> Job:
         kwargs = dict(max_steps=self.max_turns, **self.env_kwargs)
-        resolved = resolve_env_id(env_id)
-        if self.ray_address is None:
-            return LLMActionWrapper(gym.make(resolved, **kwargs), self.parser)
-        return LLMActionWrapper(make_ray_env(resolved, self.ray_address, **kwargs), self.parser)
-
-    @staticmethod
-    def _reset(env: gym.Env, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:
-        return env.reset(seed=spec.seed, options=spec.reset_options())
+        return Job(spec, resolve_env_id(spec.env_id), kwargs)
 
     def _messages(self, inp: PolicyInput, *, history: bool) -> list[dict[str, str]]:
         window = self.history_window if history else 0
@@ -313,14 +265,18 @@ class MultiTurnRollout:
         )
         return list(encoded["input_ids"] if isinstance(encoded, dict) else encoded)
 
-    def _context(self, episode: Episode, inp: PolicyInput) -> list[int]:
+    def first_prompt(self, inp: PolicyInput) -> list[int]:
+        """An episode's first context: the task and first observation, no history."""
+        return self._encode_messages(self._messages(inp, history=False)) + self._prefix_ids
+
+    def context(self, episode: Episode, inp: PolicyInput) -> list[int]:
         """What the model sees: the trajectory so far, or (step layout) a fresh prompt with
         the task, the recent history window and the current observation."""
         if self.layout == "step":
             return self._encode_messages(self._messages(inp, history=True)) + self._prefix_ids
         return episode.prompt_ids + episode.completion_ids
 
-    def _record(
+    def record(
         self,
         episode: Episode,
         inp: PolicyInput,
@@ -328,28 +284,27 @@ class MultiTurnRollout:
         context: list[int],
         reply: Generated,
         text: str,
-        step: tuple[str, SupportsFloat, bool, bool, dict[str, Any]],
+        step: Step,
     ) -> None:
-        obs, reward, terminated, truncated, info = step
-        acted = Turn(context, reply, text, float(reward), info["action_valid"], inp.observation)
+        info = step.info
+        """Append one played turn to ``episode``: its reply tokens and, in the trajectory layout,
+        the observation segment that follows (or ``out_of_tokens`` when it would not fit)."""
+        acted = Turn(context, reply, text, step.reward, info["action_valid"], step.acted_on)
         episode.turns.append(acted)
         episode.completion_ids += reply.ids
         episode.env_mask += [1] * len(reply.ids)
         episode.logprobs += reply.logprobs
         episode.entropies += reply.entropies if reply.entropies is not None else []
         episode.turn_ids += [turn] * len(reply.ids)
-        episode.reward += float(reward)
+        episode.reward += step.reward
         episode.won, episode.score = bool(info["won"]), float(info["score"])
         episode.infra_error = str(info["infra_error"]) if info.get("infra_error") else None
-        episode.done = bool(terminated or truncated or episode.infra_error)  # infra: ends it
-        inp.history.append((inp.observation, info.get("parsed_action") or text))
-        inp.observation = obs
-        inp.admissible_actions = info["admissible_actions"]
+        episode.done = bool(step.terminated or step.truncated or episode.infra_error)
         if episode.done or self.layout == "step":
             return
         segment = self._observation_ids(inp)
-        if not reply.ids or reply.ids[-1] != self._eos_id:
-            segment = [self._eos_id, *segment]  # the turn hit its token limit: close it
+        if not reply.ids or reply.ids[-1] != self.eos_id:
+            segment = [self.eos_id, *segment]  # the turn hit its token limit: close it
         budget = len(episode.completion_ids) + len(segment) + self.max_turn_tokens
         if budget > self.max_total_tokens:
             episode.out_of_tokens = True
@@ -388,13 +343,3 @@ class MultiTurnRollout:
         )
         assert isinstance(text, str)  # tokenize=False renders one conversation as one string
         return text
-
-
-def _progress_line(episodes: Sequence[Episode], turn: int) -> str:
-    turns = [t for e in episodes for t in e.turns]
-    done = sum(e.done or e.out_of_tokens for e in episodes)
-    valid = sum(t.action_valid for t in turns) / max(len(turns), 1)
-    return (
-        f"  rollout: turn {turn}, {done}/{len(episodes)} episodes done, "
-        f"{len(turns)} turns played, valid actions {valid:.0%}"
-    )

@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from aem_agent.rollout.samplers import Generated
 from aem_envs.core.errors import AEMError
 
-if TYPE_CHECKING:  # datasets loads when a dataset is built
+if TYPE_CHECKING:  # datasets loads when a dataset is built, torch when a model samples
     from datasets import Dataset
+
+    from aem_agent.rollout.samplers import Generated
 
 
 class RolloutError(AEMError, ValueError):

@@ -30,9 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 from benchmarks.learning.config import ExperimentError
 
 if TYPE_CHECKING:
-    import gymnasium as gym
-
-    from aem_agent.policies.base import PolicyInput
+    from aem_agent.rollout.engine import Live
     from aem_agent.rollout.groups import MultiTurnRollout
     from aem_agent.rollout.records import EpisodeSpec
 
@@ -42,11 +40,11 @@ BATCH_SEQUENCES = 256
 
 @dataclass
 class _Node:
-    """One reachable state: its env, what the policy is shown, and its probability."""
+    """One reachable state: the episode in it (its env and what the policy is shown) and its
+    probability."""
 
     task: int
-    env: gym.Env
-    inp: PolicyInput
+    episode: Live[Any]
     probability: float
 
 
@@ -66,7 +64,6 @@ def exact_success(
     """
     import torch
 
-    from aem_agent.policies.base import PolicyInput
     from aem_agent.rollout.records import Episode
 
     if rollout.layout != "step":
@@ -77,25 +74,25 @@ def exact_success(
         raise ExperimentError("exact evaluation scores the sampling policy: eval.temperature > 0")
     frontier: list[_Node] = []
     for task, spec in enumerate(specs):
-        env = rollout._make(spec.env_id)  # the rollout's env: its parser, its step limit
-        obs, info = rollout._reset(env, spec)
-        if not callable(getattr(env.unwrapped, "winnable", None)):
+        start = rollout.start(spec)  # the rollout's env: its parser, its step limit
+        frontier.append(_Node(task, start, 1.0))
+        if not callable(getattr(start.env.unwrapped, "winnable", None)):
             raise ExperimentError(
                 f"{spec.env_id} has no winnable(): exact evaluation needs an env whose every "
                 "unlisted reply ends the episode (aem-bench/Fetch-v0); use eval.method: play"
             )
-        inp = PolicyInput(spec.env_id, info["instruction"], obs, [], info["admissible_actions"])
-        frontier.append(_Node(task, env, inp, 1.0))
+    starts = [node.episode for node in frontier]
     success = [0.0] * len(specs)
     offlist, contexts = 0.0, 0
     was_training = model.training
     model.eval()
     try:
         while frontier:
-            pairs = [(n, a) for n in frontier for a in n.inp.admissible_actions or []]
+            pairs = [(n, a) for n in frontier for a in n.episode.input.admissible_actions or []]
             replies = [_reply_ids(rollout, action) for _, action in pairs]
             prompts = {
-                id(node): rollout._context(Episode(specs[node.task]), node.inp) for node in frontier
+                id(node): rollout.context(Episode(specs[node.task]), node.episode.input)
+                for node in frontier
             }
             logps = _sequence_logps(
                 model, [prompts[id(n)] for n, _ in pairs], replies, temperature=temperature
@@ -115,6 +112,8 @@ def exact_success(
             frontier = children
     finally:
         model.train(was_training)
+        for start in starts:  # still as reset: every branch stepped a copy
+            rollout.release(start)
     return {
         "heldout/success_rate": sum(success) / max(len(success), 1),
         "heldout/offlist_mass": offlist / max(contexts, 1),
@@ -139,20 +138,17 @@ def _reply_ids(rollout: MultiTurnRollout, action: str) -> list[int]:
 
 def _step(rollout: MultiTurnRollout, node: _Node, ids: list[int], probability: float) -> Any:
     """The child of ``node`` after the reply ``ids``: ``"won"``, None (lost, or no longer
-    winnable) or the child :class:`_Node` (its history updated as the rollout updates it)."""
-    env = copy.deepcopy(node.env)
+    winnable) or the child :class:`_Node` (a copy of the episode, stepped as the rollout
+    steps one)."""
+    episode = copy.deepcopy(node.episode)
     decoded = cast("str", rollout.tokenizer.decode(ids, skip_special_tokens=True))
-    text = rollout.reply_prefix + decoded
-    obs, _, terminated, truncated, info = env.step(text)
-    if info["won"]:
+    step = episode.step(rollout.reply_prefix + decoded)
+    assert step is not None  # errors are not contained: an env failure propagates
+    if step.info["won"]:
         return "won"
-    if terminated or truncated or not env.unwrapped.winnable():  # type: ignore[attr-defined]
+    if episode.done or not episode.env.unwrapped.winnable():  # type: ignore[attr-defined]
         return None
-    inp = copy.deepcopy(node.inp)
-    inp.history.append((inp.observation, info.get("parsed_action") or text))
-    inp.observation = obs
-    inp.admissible_actions = info["admissible_actions"]
-    return _Node(node.task, env, inp, probability)
+    return _Node(node.task, episode, probability)
 
 
 def _sequence_logps(

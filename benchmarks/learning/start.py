@@ -85,8 +85,8 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 
 
 def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:
-    """A rollout :data:`aem_agent.rollout.groups.Teacher` replying (:func:`warmup_reply`) with the
-    env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
+    """A rollout :data:`aem_agent.rollout.recording.Teacher` replying (:func:`warmup_reply`) with
+    the env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
     from the env's own admissible list on the rest.
 
     Why the env's list and not the prompt's text: a prompt layout may show the actions in

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from aem_agent.rollout import engine
 from aem_cli.main import main
 from aem_envs import vector
 from aem_envs.wrappers import read_trajectory
-from benchmarks import episodes
 from benchmarks.episodes import read_record
 from tests.benchmarks.toy import ENV
 
@@ -74,7 +74,7 @@ def test_bench_with_ray_gives_the_same_results_and_trajectories(
         made.append(env_id)
         return vector.make_ray_env(env_id, *args, **kwargs)
 
-    monkeypatch.setattr(episodes, "make_ray_env", make_ray_env)
+    monkeypatch.setattr(engine, "make_ray_env", make_ray_env)
     suite = tmp_path / "tiny.yaml"
     entry = {"env": "aem/ALFWorld-v0", "split": "valid_unseen", "tasks": 2, "max_steps": 20}
     raw = {"name": "tiny", "seeds": [0, 1], "policies": {"random": {"seed": 0}}, "envs": [entry]}

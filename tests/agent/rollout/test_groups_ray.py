@@ -65,7 +65,7 @@ def _play(tokenizer: Any, ray_address: str | None, layout: str, **play: Any) -> 
     )
     try:
         episodes = rollout.play(SPECS, **play)
-        envs = [env for pool in rollout._pool.values() for env in pool]
+        envs = rollout.envs.idle()
         assert len(envs) == len(SPECS)
         assert all(isinstance(env.unwrapped, RayEnv) == (ray_address is not None) for env in envs)
         return episodes

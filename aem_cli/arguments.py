@@ -10,25 +10,104 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from pathlib import Path
 from typing import Any, NoReturn
 
+from trl import TrlParser
+
 from aem_envs.core.errors import ArgumentError
+from aem_envs.core.yaml_file import read_settings
 
 
 class UsageError(ArgumentError):
     """A command-line argument argparse refused (unknown flag, bad value, missing operand)."""
 
 
-class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line (no usage block), raised not exited.
+class Parser(TrlParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block), raised not exited;
+    TRL's parser, so a sub-command's flags may be the fields of dataclasses (``aem train``,
+    ``aem sft``), with a YAML file of them given by ``--config`` (TRL's ``TrlParser``).
 
     ``aem``'s entry point prints every :class:`~aem_envs.core.errors.AEMError` as
     ``aem: error: <line>`` with exit status 2, the status argparse itself uses.
+
+    Why ``setup``: the dataclasses of ``aem train`` import torch and TRL's trainers (seconds);
+    ``aem envs`` must not pay for them, so a sub-command's flags are added by ``setup(parser)``
+    the first time that sub-command's parser is used (to parse or to print its help).
     """
+
+    def __init__(self, *args: Any, setup: Callable[[Parser], None] | None = None, **kwargs: Any):
+        super().__init__(None, *args, **kwargs)
+        self._setup = setup
+        #: Where ``--config NAME`` finds a YAML file that is not a path.
+        self.configs_dir: Path | None = None
+        #: Gives a YAML file's old setting names the names of the fields they now are.
+        self.rename: Callable[[Mapping[str, Any]], dict[str, Any]] = dict
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+    def _ready(self) -> None:
+        if self._setup is not None:
+            setup, self._setup = self._setup, None
+            setup(self)
+
+    def add_dataclasses(self, *types: type) -> None:
+        """Add the fields of ``types`` as flags (what ``HfArgumentParser(types)`` does)."""
+        for dtype in types:
+            self.dataclass_types.append(dtype)
+            self._add_dataclass_arguments(dtype)
+
+    def format_help(self) -> str:
+        self._ready()
+        return super().format_help()
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse ``args``; a ``--config FILE`` among them sets the defaults of the other flags
+        first (TRL's ``parse_args_and_config``, with the bundled-file fallback)."""
+        self._ready()
+        args = list(sys.argv[1:] if args is None else args)
+        if self.dataclass_types and "--config" in args:
+            at = args.index("--config")
+            if at + 1 >= len(args):
+                self.error("argument --config: expected a YAML file")
+            self.set_settings(self.read_config(args[at + 1]))
+            del args[at : at + 2]
+        return super().parse_known_args(args, namespace)
+
+    def read_config(self, path: str) -> dict[str, Any]:
+        """The settings of YAML file ``path`` (or of the bundled file of that name)."""
+        bundled = self.configs_dir or Path(path).parent
+        return read_settings(path, bundled=bundled, what=f"{self.prog} config")
+
+    def set_settings(self, settings: Mapping[str, Any]) -> None:
+        """Make ``settings`` (field name → value) the defaults of their flags; an unknown name
+        is one line naming it (TRL's ``set_defaults_with_config``)."""
+        settings = self.rename(settings)
+        unknown = sorted(set(settings) - {a.dest for a in self._actions})
+        if unknown:
+            self.error(f"unknown setting(s) {unknown} in the config; `{self.prog} --help` lists them")
+        self.set_defaults_with_config(**settings)
+
+    def retype(self, types: Mapping[str, Callable[[str], Any]]) -> None:
+        """Give the flags of these fields a checked type of this module instead of the field's
+        own (``int``, ``dict``), so a bad value is refused in the same words everywhere."""
+        for action in self._actions:
+            if action.dest in types and action.option_strings:
+                action.type = types[action.dest]
+
+    def dataclasses(self, namespace: argparse.Namespace) -> tuple[Any, ...]:
+        """The dataclasses of a parsed ``namespace``, each built from its own fields."""
+        values = vars(namespace)
+        return tuple(
+            dtype(**{f.name: values[f.name] for f in fields(dtype) if f.init and f.name in values})
+            for dtype in self.dataclass_types
+        )
 
 
 def at_least(minimum: int) -> Callable[[str], int]:

@@ -130,9 +130,9 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     from aem_agent.train import build_config, build_trainer
 
     warm = config.warmup
-    seed = int(warm.get("seed", 0))
+    seed = warm.seed
     settings = run_settings(config, "grpo", seed, scratch, save_strategy="no")
-    train_config, _ = build_config(settings)
+    train_config = build_config(settings).config
     trainer = build_trainer(train_config, model_dir)
     # What build_trainer made: the tokenizer it loaded, its rollout, the checkpoint's model.
     tokenizer = cast("PreTrainedTokenizerBase", trainer.processing_class)
@@ -141,21 +141,21 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     try:
         specs = [
             EpisodeSpec(config.env_id, 1_000_000 + seed * 10_000 + i, config.train_split)
-            for i in range(int(warm.get("episodes", 256)))
+            for i in range(warm.episodes)
         ]
-        teacher = warmup_teacher(seed, float(warm.get("expert_share", 0.0)))
+        teacher = warmup_teacher(seed, warm.expert_share)
         episodes = rollout.play(specs, teacher=teacher)
         samples = [(t.prompt_ids, t.reply.ids) for e in episodes for t in e.turns]
         torch.manual_seed(seed)
         optimizer = torch.optim.AdamW(
-            model.parameters(), lr=float(warm.get("learning_rate", 3e-3)), weight_decay=0.0
+            model.parameters(), lr=warm.learning_rate, weight_decay=0.0
         )
         rng = random.Random(seed)
-        batch_size = int(warm.get("batch_size", 32))
+        batch_size = warm.batch_size
         pad = int(tokenizer.pad_token_id)
         model.train()
         losses = []
-        for _ in range(int(warm.get("steps", 200))):
+        for _ in range(warm.steps):
             batch = rng.sample(samples, min(batch_size, len(samples)))
             width = max(len(c) + len(r) for c, r in batch)
             ids = torch.full((len(batch), width), pad)
@@ -225,7 +225,7 @@ def build_start(
         shutil.copytree(resolve_model(str(spec)), model_dir)
     log(f"[start] model in {model_dir}")
     info: dict[str, Any] = {"model": config.model}
-    if int(config.warmup.get("steps", 0)) > 0:
+    if config.warmup.steps > 0:
         info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
         log(f"[start] warm-up: {info['warmup']}")
         valid = info["warmup"]["sampled_valid_rate"]
@@ -260,7 +260,7 @@ def _start_heldout(
     model's parameter count. A pass of a real model is minutes on CPU: it says how far it is."""
     from aem_agent.train import build_config, build_trainer
 
-    train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
+    train_config = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no")).config
     trainer = build_trainer(train_config, model_dir)
     cast("MultiTurnRollout", trainer.rollout_func).progress = lambda line: log(f"[start] {line}")
     log(f"[start] scoring {config.eval_episodes} held-out episodes")

@@ -134,7 +134,7 @@ def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
 
     config, start_dir = fetch_start
     settings = run_settings(config, "grpo", 0, start_dir.parent / "x", save_strategy="no")
-    trainer = build_trainer(build_config(settings)[0], start_dir)
+    trainer = build_trainer(build_config(settings).config, start_dir)
     rollout = trainer.rollout_func
     specs = heldout_specs(config)
     exact = exact_success(trainer.model, rollout, specs)
@@ -164,7 +164,7 @@ def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
     register()
     config, start_dir = fetch_start
     settings = run_settings(config, "grpo", 0, start_dir.parent / "y", save_strategy="no")
-    trainer = build_trainer(build_config(settings)[0], start_dir)
+    trainer = build_trainer(build_config(settings).config, start_dir)
     with pytest.raises(lc.ExperimentError, match="winnable"):
         exact_success(trainer.model, trainer.rollout_func, [EpisodeSpec(PICK, 0, "test")])
     trainer.rollout_func.close()

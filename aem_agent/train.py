@@ -179,8 +179,8 @@ def build_run(values: Mapping[str, Any]) -> TrainRun:
     tensorboard = "tensorboard" in report_to or "all" in report_to
     values["report_to"] = [r for r in report_to if r not in ("tensorboard", "none")] or "none"
     try:
-        model, run = (_make(kind, values) for kind in (AgentModelConfig, RunArgs))
-        config = _make(AEMConfig, values)
+        model, run = (dataclass_of(kind, values) for kind in (AgentModelConfig, RunArgs))
+        config = dataclass_of(AEMConfig, values)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
@@ -189,8 +189,9 @@ def build_run(values: Mapping[str, Any]) -> TrainRun:
     return TrainRun(config, model, run, tensorboard)
 
 
-def _make(kind: type[T], values: Mapping[str, Any]) -> T:
-    """``kind`` built from the ``values`` that are its init fields."""
+def dataclass_of(kind: type[T], values: Mapping[str, Any]) -> T:
+    """``kind`` built from the ``values`` that are its init fields (a parsed namespace holds
+    the fields of several dataclasses, as ``HfArgumentParser`` splits them)."""
     names = {f.name for f in fields(kind) if f.init}  # type: ignore[arg-type]
     return kind(**{k: v for k, v in values.items() if k in names})
 

@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -60,6 +59,8 @@ class Parser(TrlParser):
         for dtype in types:
             self.dataclass_types.append(dtype)
             self._add_dataclass_arguments(dtype)
+        for action in self._actions:  # --output-dir first: the spelling of aem's other flags
+            action.option_strings.sort(key=lambda option: "_" in option)
 
     def format_help(self) -> str:
         self._ready()
@@ -100,14 +101,6 @@ class Parser(TrlParser):
         for action in self._actions:
             if action.dest in types and action.option_strings:
                 action.type = types[action.dest]
-
-    def dataclasses(self, namespace: argparse.Namespace) -> tuple[Any, ...]:
-        """The dataclasses of a parsed ``namespace``, each built from its own fields."""
-        values = vars(namespace)
-        return tuple(
-            dtype(**{f.name: values[f.name] for f in fields(dtype) if f.init and f.name in values})
-            for dtype in self.dataclass_types
-        )
 
 
 def at_least(minimum: int) -> Callable[[str], int]:

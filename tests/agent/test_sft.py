@@ -14,6 +14,7 @@ from aem_agent.policies import load_policy
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import read_prompt_layout
 from aem_agent.rollout import MultiTurnRollout
+from aem_agent.config import AgentModelConfig
 from aem_agent.sft import (
     SFTError,
     SFTSettings,
@@ -21,6 +22,7 @@ from aem_agent.sft import (
     expert_episodes,
     oversample_rare,
     run_sft,
+    sft_model,
     sft_samples,
 )
 from aem_cli.main import main
@@ -32,12 +34,11 @@ def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettin
     values = dict(
         env_ids=[env_id],
         output_dir=str(tmp_path / "sft"),
-        model=str(model),
         episodes=12,
         max_turns=3,
         max_turn_tokens=16,
         reply_prefix="<action>",
-        batch_size=8,
+        per_device_train_batch_size=8,
         gradient_accumulation_steps=1,
         save_steps=1000,
         logging_steps=1,
@@ -45,6 +46,10 @@ def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettin
     )
     values.update(overrides)
     return SFTSettings(**values)
+
+
+def model_of(model: Path, **overrides) -> AgentModelConfig:
+    return sft_model(model_name_or_path=str(model), **overrides)
 
 
 @pytest.mark.parametrize("layout", ["step", "trajectory"])
@@ -133,9 +138,9 @@ def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
 ) -> None:
     assert valid_share(tiny_model_dir, doors_env_id) == 0.0  # random weights: never an action
     config = settings(
-        tmp_path, doors_env_id, tiny_model_dir, full=True, learning_rate=1e-2, epochs=30
+        tmp_path, doors_env_id, tiny_model_dir, learning_rate=1e-2, num_train_epochs=30
     )
-    result = run_sft(config)
+    result = run_sft(config, model_of(tiny_model_dir, use_peft=False))
     out = Path(config.output_dir)
     assert result.won == result.episodes == 12 and result.adapter_dir is None
     with (out / "metrics.csv").open() as handle:
@@ -152,7 +157,7 @@ def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
 
 def test_lora_sft_writes_the_adapter_and_a_merged_model(tiny_model_dir, tmp_path, doors_env_id):
     config = settings(tmp_path, doors_env_id, tiny_model_dir, max_steps=2, episodes=4)
-    result = run_sft(config)
+    result = run_sft(config, model_of(tiny_model_dir))
     assert (result.adapter_dir / "adapter_config.json").is_file()
     assert (result.output_dir / "config.json").is_file()
     assert load_policy(f"hf:{result.output_dir}").reply_prefix == "<action>"
@@ -183,7 +188,8 @@ def test_rare_actions_are_repeated_up_to_the_cap() -> None:
 def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors_env_id) -> None:
     from safetensors.torch import load_file
 
-    first = run_sft(settings(tmp_path / "a", doors_env_id, tiny_model_dir, max_steps=2))
+    model = model_of(tiny_model_dir)
+    first = run_sft(settings(tmp_path / "a", doors_env_id, tiny_model_dir, max_steps=2), model)
     again = settings(
         tmp_path / "b",
         doors_env_id,
@@ -192,7 +198,7 @@ def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors
         init_adapter=str(first.adapter_dir),
         oversample=3,
     )
-    second = run_sft(again)
+    second = run_sft(again, model)
     before = load_file(first.adapter_dir / "adapter_model.safetensors")
     after = load_file(second.adapter_dir / "adapter_model.safetensors")
     assert before.keys() == after.keys()
@@ -232,3 +238,67 @@ def test_sft_output_plays_the_smoke_suite_through_aem_bench(tiny_model_dir, tmp_
     }
     assert results["policies"] == [{"name": f"hf:{sft_out}", "model": True}]
     assert results["errors"] == [] and results["finished_episodes"] == 4
+
+
+def as_flags(values: dict) -> list[str]:
+    """``values`` written as the command line would give them."""
+    argv = []
+    for key, value in values.items():
+        if isinstance(value, list):
+            argv += [f"--{key}", *map(str, value)]
+        elif isinstance(value, dict):
+            argv += [f"--{key}", json.dumps(value)]
+        else:
+            argv += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return argv
+
+
+def test_a_flag_and_the_same_yaml_key_give_the_same_config(tmp_path) -> None:
+    """``aem sft`` parses a YAML key and the flag of the same name to the same value."""
+    import yaml
+
+    from aem_cli.main import build_parser
+    from aem_cli.sft import settings_of
+
+    values = {
+        "env_ids": ["aem/ALFWorld-v0", "aem/WebShop-v0"],
+        "env_kwargs": {"expert": "search"},
+        "output_dir": str(tmp_path / "out"),
+        "episodes": 7,
+        "layout": "trajectory",
+        "history_window": 1,
+        "prompt_style": "compact",
+        "reply_prefix": "<action>",
+        "learning_rate": 0.001,
+        "num_train_epochs": 2.0,
+        "per_device_train_batch_size": 4,
+        "use_peft": False,
+        "lora_r": 8,
+        "model_name_or_path": "aem-ref",
+        "torch_threads": 1,
+        "seed": 3,
+    }
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump(values))
+    from_yaml = settings_of(build_parser().parse_args(["sft", "--config", str(path)]))
+    from_flags = settings_of(build_parser().parse_args(["sft", *as_flags(values)]))
+    assert from_flags[0].to_dict() == from_yaml[0].to_dict()
+    assert from_flags[1] == from_yaml[1]
+    defaults = settings_of(build_parser().parse_args(["sft", "--output-dir", "o"]))
+    for name, value in values.items():  # every value reached its field, none a default
+        field_of = from_yaml[1] if hasattr(from_yaml[1], name) else from_yaml[0]
+        assert getattr(field_of, name) == value, name
+        assert getattr(defaults[1] if hasattr(defaults[1], name) else defaults[0], name) != value
+
+
+def test_short_flags_keep_their_meaning() -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.sft import settings_of
+
+    argv = ["sft", "a/B-v0", "--output-dir", "o", "--lr", "0.01", "--epochs", "2", "--full"]
+    settings, model = settings_of(build_parser().parse_args([*argv, "--batch-size", "3"]))
+    assert (settings.learning_rate, settings.num_train_epochs) == (0.01, 2.0)
+    assert settings.per_device_train_batch_size == 3 and settings.env_ids == ["a/B-v0"]
+    assert model.use_peft is False and model.model_name_or_path == "smollm2"
+    lora = settings_of(build_parser().parse_args(argv[:-1]))[1]
+    assert lora.use_peft and lora.lora_dropout == 0.05 and lora.lora_target_modules == "all-linear"

@@ -64,7 +64,7 @@ class AgentModelConfig(ModelConfig):
             change (``aem sft`` keeps TRL's 0.05: a supervised loss has no such ratio).
     """
 
-    model_name_or_path: str = field(  # type: ignore[assignment]  # never None here
+    model_name_or_path: str = field(
         default="smollm2",
         metadata={
             "help": "'smollm2' or 'aem-ref' (bundled, built on first use) or a local "
@@ -78,9 +78,10 @@ class AgentModelConfig(ModelConfig):
         metadata={"help": "Module names LoRA adapts (default: attention and MLP projections)."},
     )
 
-    def model_init_kwargs(self) -> dict[str, Any]:
-        """What ``from_pretrained`` gets from these settings (TRL's ``grpo.py`` and
-        ``sft.py`` scripts pass the same to their trainers' ``model_init_kwargs``)."""
+    def model_init_kwargs(self, given: Any = None) -> dict[str, Any]:
+        """What ``from_pretrained`` gets from these settings, with a trainer config's own
+        ``model_init_kwargs`` (``given``) over them: TRL's ``grpo.py`` and ``sft.py`` scripts
+        give their trainers the same."""
         from trl import get_quantization_config
 
         kwargs: dict[str, Any] = {
@@ -91,7 +92,7 @@ class AgentModelConfig(ModelConfig):
         quantization = get_quantization_config(self)
         if quantization is not None:
             kwargs["quantization_config"] = quantization
-        return kwargs
+        return {**kwargs, **(given or {})}
 
 
 @dataclass

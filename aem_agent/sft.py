@@ -110,7 +110,7 @@ class SFTSettings(SFTConfig, PromptSettings):
     * ``disable_tqdm``: the progress is in ``metrics.csv`` and the log lines.
     """
 
-    output_dir: str = field(  # type: ignore[assignment]  # required here, not None
+    output_dir: str = field(
         kw_only=True,
         metadata={"help": "Where the model, adapter, checkpoints and metrics go."},
     )
@@ -130,7 +130,9 @@ class SFTSettings(SFTConfig, PromptSettings):
     )
     think: str | None = field(
         default=None,
-        metadata={"help": "Unset: replies are the action block only; else this <think> text first."},
+        metadata={
+            "help": "Unset: replies are the action block only; else this <think> text first."
+        },
     )
     explore: float = field(
         default=0.0,
@@ -192,7 +194,7 @@ class SFTSettings(SFTConfig, PromptSettings):
     seed: int = field(
         default=0, metadata={"help": "Seed of the expert episodes, sampling and training."}
     )
-    lr_scheduler_type: str = field(  # type: ignore[assignment]
+    lr_scheduler_type: str = field(
         default="cosine", metadata={"help": "Learning-rate schedule (TRL: linear)."}
     )
     warmup_steps: float = field(
@@ -452,10 +454,7 @@ def build_sft_trainer(
 
     from aem_agent.head import ReplyScoringSFTTrainer
 
-    settings.model_init_kwargs = {
-        **model.model_init_kwargs(),
-        **(settings.model_init_kwargs or {}),
-    }
+    settings.model_init_kwargs = model.model_init_kwargs(settings.model_init_kwargs)
     peft_config = get_peft_config(model)
     start: Any = str(model_dir)  # a path, or the PEFT model of an adapter trained on
     if settings.init_adapter:

@@ -23,7 +23,6 @@ whole groups before computing advantages, and only the main process writes metri
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -35,7 +34,6 @@ from aem_envs.core.errors import AEMError, DataError
 if TYPE_CHECKING:  # torch and TRL load only when a run starts
     from peft import PeftModel
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
-
     from trl import TrlParser
 
     from aem_agent.config import AEMConfig, AgentModelConfig
@@ -88,7 +86,7 @@ class TrainRun(NamedTuple):
     tensorboard: bool
 
 
-def train_dataclasses() -> tuple[type, ...]:
+def train_dataclasses() -> tuple[Any, ...]:
     """The dataclasses ``aem train`` is parsed into by TRL's ``TrlParser``."""
     from aem_agent.config import AEMConfig, AgentModelConfig
 
@@ -141,7 +139,7 @@ def train_parser() -> TrlParser:
     """TRL's parser over :func:`train_dataclasses`, with :func:`train_defaults` applied."""
     from trl import TrlParser
 
-    parser = TrlParser(train_dataclasses())
+    parser = TrlParser(list(train_dataclasses()))
     parser.set_defaults_with_config(**train_defaults())
     return parser
 
@@ -179,13 +177,14 @@ def build_run(values: Mapping[str, Any]) -> TrainRun:
     tensorboard = "tensorboard" in report_to or "all" in report_to
     values["report_to"] = [r for r in report_to if r not in ("tensorboard", "none")] or "none"
     try:
-        model, run = (dataclass_of(kind, values) for kind in (AgentModelConfig, RunArgs))
+        model = dataclass_of(AgentModelConfig, values)
+        run = dataclass_of(RunArgs, values)
         config = dataclass_of(AEMConfig, values)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid training settings: {exc}") from exc
-    config.model_init_kwargs = {**model.model_init_kwargs(), **(config.model_init_kwargs or {})}
+    config.model_init_kwargs = model.model_init_kwargs(config.model_init_kwargs)
     return TrainRun(config, model, run, tensorboard)
 
 

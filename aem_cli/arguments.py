@@ -54,13 +54,13 @@ class Parser(TrlParser):
             setup, self._setup = self._setup, None
             setup(self)
 
-    def add_dataclasses(self, *types: type) -> None:
+    def add_dataclasses(self, *types: Any) -> None:
         """Add the fields of ``types`` as flags (what ``HfArgumentParser(types)`` does)."""
+        self.dataclass_types = [*self.dataclass_types, *types]
         for dtype in types:
-            self.dataclass_types.append(dtype)
             self._add_dataclass_arguments(dtype)
         for action in self._actions:  # --output-dir first: the spelling of aem's other flags
-            action.option_strings.sort(key=lambda option: "_" in option)
+            action.option_strings = sorted(action.option_strings, key=lambda o: "_" in o)
 
     def format_help(self) -> str:
         self._ready()
@@ -92,7 +92,9 @@ class Parser(TrlParser):
         settings = self.rename(settings)
         unknown = sorted(set(settings) - {a.dest for a in self._actions})
         if unknown:
-            self.error(f"unknown setting(s) {unknown} in the config; `{self.prog} --help` lists them")
+            self.error(
+                f"unknown setting(s) {unknown} in the config; `{self.prog} --help` lists them"
+            )
         self.set_defaults_with_config(**settings)
 
     def retype(self, types: Mapping[str, Callable[[str], Any]]) -> None:

@@ -60,10 +60,9 @@ class Warmup:
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ExperimentError(f"unknown warmup key(s) {unknown}; known: {known}")
+        kinds: dict[str, Any] = {f.name: type(f.default) for f in fields(cls)}
         try:
-            warmup = cls(
-                **{f.name: type(f.default)(data[f.name]) for f in fields(cls) if f.name in data}
-            )
+            warmup = cls(**{name: kinds[name](value) for name, value in data.items()})
         except (TypeError, ValueError) as exc:
             raise ExperimentError(f"warmup: {exc}") from None
         if not 0.0 <= warmup.expert_share <= 1.0:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from aem_agent.config import AgentModelConfig
 from aem_agent.policies import load_policy
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import read_prompt_layout
 from aem_agent.rollout import MultiTurnRollout
-from aem_agent.config import AgentModelConfig
 from aem_agent.sft import (
     SFTError,
     SFTSettings,

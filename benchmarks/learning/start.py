@@ -128,7 +128,7 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     the samples, not a fresh draw of ``batch_size`` samples per step). Returns the warm-up's
     numbers (sample count, first and last losses) for ``start.json``.
     """
-    from transformers import AutoTokenizer
+    from transformers import AutoTokenizer, PrinterCallback
 
     from aem_agent.episodes import EpisodeSpec
     from aem_agent.rollout import MultiTurnRollout
@@ -167,6 +167,7 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     )
     model = sft_model(model_name_or_path=str(model_dir), use_peft=False)
     trainer = build_sft_trainer(settings, model, model_dir, tokenizer, samples)
+    trainer.remove_callback(PrinterCallback)  # a log line per step; the losses go to start.json
     trainer.train()
     losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
     trainer.model.save_pretrained(model_dir)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -191,62 +190,3 @@ def test_credit_flag_names_an_unknown_estimator(tmp_path, capsys) -> None:
     assert main(args) == 2
     err = capsys.readouterr().err
     assert "gipgo" in err and "gigpo+aem" in err
-
-
-def as_flags(settings: dict) -> list[str]:
-    """``settings`` written as the command line would give them."""
-    argv = []
-    for key, value in settings.items():
-        if isinstance(value, list):
-            argv += [f"--{key}", *map(str, value)]
-        elif isinstance(value, dict):
-            argv += [f"--{key}", json.dumps(value)]
-        else:
-            argv += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
-    return argv
-
-
-@pytest.mark.parametrize(
-    "settings",
-    [
-        load_settings("cpu-smoke.yaml"),
-        {
-            "env_ids": ["a/B-v0", "c/D-v0"],
-            "env_kwargs": {"expert": "search"},
-            "algo": "grpo",
-            "credit": "gigpo",
-            "learning_rate": 0.003,
-            "max_steps": 7,
-            "reply_prefix": "<action>",
-            "use_peft": False,
-            "lora_r": 8,
-            "model_name_or_path": "aem-ref",
-            "torch_threads": 2,
-            "report_to": "none",
-            "beta": 0.1,
-        },
-    ],
-    ids=["cpu-smoke.yaml", "mixed"],
-)
-def test_a_flag_and_the_same_yaml_key_give_the_same_config(settings: dict, tmp_path) -> None:
-    """``aem train`` parses a YAML key and the flag of the same name to the same value."""
-    settings = {**settings, "output_dir": str(tmp_path / "out")}
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(settings))
-    from_yaml = run_of(build_parser().parse_args(["train", "--config", str(path)]))
-    flags = as_flags({"model_name_or_path" if k == "model" else k: v for k, v in settings.items()})
-    from_flags = run_of(build_parser().parse_args(["train", *flags]))
-    library = build_config(settings)
-    for run in (from_flags, library):
-        assert run.config.to_dict() == from_yaml.config.to_dict()
-        assert (run.model, run.run, run.tensorboard) == from_yaml[1:]
-    assert from_yaml.config.to_dict() != build_config({"output_dir": "x"}).config.to_dict()
-
-
-def test_help_is_generated_from_the_dataclasses(capsys) -> None:
-    with pytest.raises(SystemExit):
-        main(["train", "--help"])
-    text = capsys.readouterr().out
-    for flag in ("--aem_lambda", "--num_generations", "--lora_r", "--torch_threads", "--config"):
-        assert flag in text
-    assert "Most tokens in one training forward" in text  # an AEMConfig field's help

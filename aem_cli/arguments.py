@@ -72,7 +72,9 @@ class Parser(TrlParser):
         """Parse ``args``; a ``--config FILE`` among them sets the defaults of the other flags
         first (TRL's ``parse_args_and_config``, with the bundled-file fallback)."""
         self._ready()
-        args = list(sys.argv[1:] if args is None else args)
+        args = [
+            part for arg in (sys.argv[1:] if args is None else args) for part in _split(arg)
+        ]
         if self.dataclass_types and "--config" in args:
             at = args.index("--config")
             if at + 1 >= len(args):
@@ -103,6 +105,11 @@ class Parser(TrlParser):
         for action in self._actions:
             if action.dest in types and action.option_strings:
                 action.type = types[action.dest]
+
+
+def _split(arg: str) -> list[str]:
+    """``--config=FILE`` as ``--config FILE``; any other argument as it is."""
+    return arg.split("=", 1) if arg.startswith("--config=") else [arg]
 
 
 def at_least(minimum: int) -> Callable[[str], int]:

@@ -113,8 +113,9 @@ def test_the_task_check_finds_entropy_that_varies_with_the_response(fetch_start,
     from benchmarks.learning.taskcheck import task_check
 
     config, start_dir = fetch_start
-    check = task_check(config, start_dir, tmp_path, groups=6)
-    assert check["units"] >= 6 * 8
+    # 32 groups: 6 left the estimate too noisy for a 0.3 bar (one start: 0.27 at 6, 0.35 at 32)
+    check = task_check(config, start_dir, tmp_path, groups=32)
+    assert check["units"] >= 32 * 8
     assert check["within_group_correlation"] > 0.3
     assert check["first_turn_correlation"] > 0.3
     assert check["hbar_range_median"] > check["gate"]

@@ -72,9 +72,7 @@ class Parser(TrlParser):
         """Parse ``args``; a ``--config FILE`` among them sets the defaults of the other flags
         first (TRL's ``parse_args_and_config``, with the bundled-file fallback)."""
         self._ready()
-        args = [
-            part for arg in (sys.argv[1:] if args is None else args) for part in _split(arg)
-        ]
+        args = [part for arg in (sys.argv[1:] if args is None else args) for part in _split(arg)]
         if self.dataclass_types and "--config" in args:
             at = args.index("--config")
             if at + 1 >= len(args):

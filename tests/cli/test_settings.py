@@ -138,12 +138,9 @@ def test_short_flags_keep_their_meaning() -> None:
     assert model.use_peft is False and model.model_name_or_path == "smollm2"
     lora = settings_of(build_parser().parse_args(["sft", *argv[:-1]]))[1]
     assert lora.use_peft and lora.lora_dropout == 0.05 and lora.lora_target_modules == "all-linear"
-    run = run_of(
-        build_parser().parse_args(
-            ["train", "a/B-v0", "--output-dir", "o", "--steps", "3", "--group-size", "4"]
-            + ["--lr", "0.01", "--lam", "2", "--model", "aem-ref", "--algo", "grpo"]
-        )
-    )
+    short = ["--steps", "3", "--group-size", "4", "--lr", "0.01", "--lam", "2"]
+    short += ["--model", "aem-ref", "--algo", "grpo"]
+    run = run_of(build_parser().parse_args(["train", "a/B-v0", "--output-dir", "o", *short]))
     assert (run.config.max_steps, run.config.num_generations) == (3, 4)
     assert (run.config.learning_rate, run.config.aem_lambda) == (0.01, 2.0)
     assert run.model.model_name_or_path == "aem-ref" and not run.config.aem_enabled

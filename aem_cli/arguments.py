@@ -15,17 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from trl import TrlParser
-
 from aem_envs.core.errors import ArgumentError
 from aem_envs.core.yaml_file import read_settings
+
+try:  # TRL's parser, where the agent extra is installed: aem train and aem sft are built on it
+    from trl import TrlParser as _BaseParser
+except ImportError:  # the base install: aem envs, play, serve and bench need only argparse
+    _BaseParser = argparse.ArgumentParser  # type: ignore[misc,assignment]
 
 
 class UsageError(ArgumentError):
     """A command-line argument argparse refused (unknown flag, bad value, missing operand)."""
 
 
-class Parser(TrlParser):
+class Parser(_BaseParser):
     """An ``ArgumentParser`` whose errors are one line (no usage block), raised not exited;
     TRL's parser, so a sub-command's flags may be the fields of dataclasses (``aem train``,
     ``aem sft``), with a YAML file of them given by ``--config`` (TRL's ``TrlParser``).
@@ -38,8 +41,9 @@ class Parser(TrlParser):
     the first time that sub-command's parser is used (to parse or to print its help).
     """
 
-    def __init__(self, *args: Any, setup: Callable[[Parser], None] | None = None, **kwargs: Any):
-        super().__init__(None, *args, **kwargs)
+    def __init__(self, *, setup: Callable[[Parser], None] | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.dataclass_types: list[Any] = getattr(self, "dataclass_types", [])
         self._setup = setup
         #: Where ``--config NAME`` finds a YAML file that is not a path.
         self.configs_dir: Path | None = None

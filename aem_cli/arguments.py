@@ -66,6 +66,13 @@ class Parser(_BaseParser):
         for action in self._actions:  # --output-dir first: the spelling of aem's other flags
             action.option_strings = sorted(action.option_strings, key=lambda o: "_" in o)
 
+    def add_short_flags(self, flags: Mapping[str, tuple[str, Callable[[str], Any]]]) -> None:
+        """Add short flags (``--lr``) of dataclass fields, each with a checked type:
+        flag → (field, type)."""
+        for flag, (dest, kind) in flags.items():
+            short = f"short for --{dest.replace('_', '-')}"
+            self.add_argument(flag, dest=dest, type=kind, default=argparse.SUPPRESS, help=short)
+
     def format_help(self) -> str:
         self._ready()
         return super().format_help()

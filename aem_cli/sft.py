@@ -79,8 +79,7 @@ def _add_flags(parser: Parser) -> None:
     parser.add_argument(
         "--config", metavar="YAML", help="settings file (a path); flags override it"
     )
-    for flag, (dest, kind) in SHORT_FLAGS.items():
-        parser.add_argument(flag, dest=dest, type=kind, default=argparse.SUPPRESS, help=f"--{dest}")
+    parser.add_short_flags(SHORT_FLAGS)
     parser.add_argument(
         "--full",
         dest="use_peft",

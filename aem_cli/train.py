@@ -95,8 +95,7 @@ def _add_flags(parser: Parser) -> None:
         metavar="YAML",
         help="settings file: a path, or a bundled name such as cpu-smoke.yaml; flags override it",
     )
-    for flag, (dest, kind) in SHORT_FLAGS.items():
-        parser.add_argument(flag, dest=dest, type=kind, default=argparse.SUPPRESS, help=f"--{dest}")
+    parser.add_short_flags(SHORT_FLAGS)
     parser.add_dataclasses(*train_dataclasses())
     parser.retype({"env_kwargs": json_object})
     parser.configs_dir = CONFIGS_DIR

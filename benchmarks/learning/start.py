@@ -122,11 +122,11 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     TRL's ``SFTTrainer`` scoring the reply tokens only); saves the model back to ``model_dir``.
 
     The teacher's episodes are played through the rollout the runs train with (and so the
-    same prompts, history window and reply prefix). The optimizer steps are those of the
-    hand-written loop this replaced: plain AdamW at a constant rate, no weight decay, no
-    gradient clipping, in the runs' precision; the batches are TRL's (shuffled passes over
-    the samples, not a fresh draw of ``batch_size`` samples per step). Returns the warm-up's
-    numbers (sample count, first and last losses) for ``start.json``.
+    same prompts, history window and reply prefix). ``warmup.steps`` optimizer steps of
+    plain AdamW at a constant ``warmup.learning_rate``, without weight decay or gradient
+    clipping, in the runs' precision, on batches of ``warmup.batch_size`` from TRL's shuffled
+    passes over the samples. Returns the warm-up's numbers (sample count, first and last
+    losses) for ``start.json``.
     """
     from transformers import AutoTokenizer, PrinterCallback
 

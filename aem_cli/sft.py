@@ -6,6 +6,10 @@ Examples::
     aem sft aem/WebShop-v0 --model runs/sft --full --epochs 1 --output-dir runs/sft-ws
     aem sft aem/ALFWorld-v0 --output-dir runs/sft --resume   # continue a killed run
 
+Every flag is a field of ``SFTSettings`` (TRL's ``SFTConfig`` plus the expert data) or of
+TRL's ``ModelConfig`` (the model, LoRA), parsed by TRL's ``TrlParser``; ``--config FILE`` sets
+the same fields by name from YAML and the command line overrides it.
+
 The expert is played through the same rollout code as ``aem train``, so every sample is the
 exact context the model will be given there (history window, reply prefix, layout). The
 output directory holds the merged model (``aem train --model DIR``,
@@ -15,169 +19,103 @@ output directory holds the merged model (``aem train --model DIR``,
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from aem_cli.arguments import non_negative_int, positive_float, positive_int
-from aem_cli.env_kwargs import add_env_kwargs_flag
-from aem_cli.run_flags import add_run_flags
-from aem_envs.reply import REPLY_FORMAT
+from aem_cli.arguments import (
+    Parser,
+    json_object,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
+    from aem_agent.grpo.config import AgentModelConfig
     from aem_agent.sft.finetune import SFTSettings
+
+#: Short flags of TRL fields, kept from before the flags were the dataclasses' own:
+#: flag → (field, checked type).
+SHORT_FLAGS: dict[str, tuple[str, Any]] = {
+    "--lr": ("learning_rate", positive_float),
+    "--epochs": ("num_train_epochs", positive_float),
+    "--batch-size": ("per_device_train_batch_size", positive_int),
+    "--grad-accum": ("gradient_accumulation_steps", positive_int),
+}
+#: Fields whose flags get a checked type: a bad value is one line while parsing.
+CHECKED: dict[str, Any] = {
+    "episodes": positive_int,
+    "history_window": non_negative_int,
+    "max_turns": positive_int,
+    "max_turn_tokens": positive_int,
+    "oversample": positive_int,
+    "lora_r": positive_int,
+    "lora_alpha": positive_int,
+    "save_steps": positive_int,
+    "torch_threads": positive_int,
+    "env_kwargs": json_object,
+}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from aem_agent.prompts import PROMPT_STYLES
-    from aem_agent.rollout.batches import LAYOUTS
-    from aem_agent.sft.finetune import TRAIN_SPLIT, SFTSettings
-
-    defaults = SFTSettings(env_ids=(), output_dir="")
-    parser = subparsers.add_parser(
+    subparsers.add_parser(
         "sft",
         help="supervised warm start on expert trajectories (TRL SFTTrainer, LoRA by default)",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("env_ids", nargs="+", metavar="ENV_ID", help="env id(s) to imitate")
-    add_env_kwargs_flag(parser)
-    add_run_flags(
-        parser,
-        model=defaults.model,
-        lr=defaults.learning_rate,
-        seed=defaults.seed,
-        output_required=True,
-        overwrite=False,
-    )
-    parser.add_argument(
-        "--episodes", type=positive_int, default=defaults.episodes, help="expert episodes to play"
-    )
-    parser.add_argument(
-        "--epochs", type=positive_float, default=defaults.epochs, help="passes over them"
-    )
-    parser.add_argument(
-        "--layout",
-        choices=LAYOUTS,
-        default=defaults.layout,
-        help="step: one sample per turn (default); trajectory: one per episode",
-    )
-    parser.add_argument(
-        "--history-window",
-        type=non_negative_int,
-        default=defaults.history_window,
-        help="recent steps shown in each prompt (as in aem train)",
-    )
-    parser.add_argument(
-        "--prompt-style",
-        choices=PROMPT_STYLES,
-        default=defaults.prompt_style,
-        help="prompt layout: full (default) or compact (a few lines, for small models)",
-    )
-    parser.add_argument(
-        "--reply-prefix",
-        default=defaults.reply_prefix,
-        help=f"text pre-filled at the start of every reply, e.g. {REPLY_FORMAT.action_open!r}",
-    )
-    parser.add_argument(
-        "--explore",
-        type=float,
-        default=defaults.explore,
-        help="share of turns that play a random admissible action instead of the expert's "
-        "(still labelled with the expert's): shows recoveries (default 0)",
-    )
-    parser.add_argument(
-        "--max-turns", type=positive_int, default=defaults.max_turns, help="episode step limit"
-    )
-    parser.add_argument(
-        "--max-turn-tokens",
-        type=positive_int,
-        default=defaults.max_turn_tokens,
-        help="new tokens per turn the model will be given (recorded in aem-prompt.json)",
-    )
-    parser.add_argument(
-        "--split",
-        default=TRAIN_SPLIT,
-        help=f"task split of the expert episodes; only {TRAIN_SPLIT!r} is accepted",
-    )
-    parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
-    parser.add_argument(
-        "--oversample",
-        type=positive_int,
-        default=defaults.oversample,
-        help="repeat samples of actions rarer than the commonest (take vs go to) up to N times",
-    )
-    parser.add_argument(
-        "--init-adapter", help="go on training this LoRA adapter directory instead of a new one"
-    )
-    parser.add_argument("--lora-r", type=positive_int, default=defaults.lora_r, help="LoRA rank")
-    parser.add_argument(
-        "--lora-alpha", type=positive_int, default=defaults.lora_alpha, help="LoRA alpha"
-    )
-    parser.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=defaults.batch_size,
-        help="samples per device step",
-    )
-    parser.add_argument(
-        "--grad-accum",
-        type=positive_int,
-        default=defaults.gradient_accumulation_steps,
-        help="batches per optimizer step",
-    )
-    parser.add_argument(
-        "--save-steps",
-        type=positive_int,
-        default=defaults.save_steps,
-        help="checkpoint every N steps",
-    )
-    parser.add_argument(
-        "--torch-threads",
-        type=positive_int,
-        help="CPU threads for torch (1 is fastest on shared cores)",
-    )
-    parser.set_defaults(func=run)
+        setup=_add_flags,
+    ).set_defaults(func=run)
 
 
-def settings_from_args(args: argparse.Namespace) -> SFTSettings:
-    from aem_agent.sft.finetune import SFTSettings
+def _add_flags(parser: Parser) -> None:
+    """Every field of ``SFTSettings`` (TRL's ``SFTConfig`` and aem's) and of TRL's
+    ``ModelConfig`` as a flag, over ``aem sft``'s model defaults."""
+    from aem_agent.grpo.config import AgentModelConfig
+    from aem_agent.grpo.run import CONFIGS_DIR
+    from aem_agent.sft.finetune import SFT_MODEL_DEFAULTS, SFTSettings
 
-    return SFTSettings(
-        env_ids=list(args.env_ids),
-        output_dir=args.output_dir,
-        model=args.model,
-        episodes=args.episodes,
-        epochs=args.epochs,
-        learning_rate=args.lr,
-        layout=args.layout,
-        history_window=args.history_window,
-        prompt_style=args.prompt_style,
-        reply_prefix=args.reply_prefix,
-        explore=args.explore,
-        max_turns=args.max_turns,
-        max_turn_tokens=args.max_turn_tokens,
-        split=args.split,
-        seed=args.seed,
-        full=args.full,
-        oversample=args.oversample,
-        init_adapter=args.init_adapter,
-        lora_r=args.lora_r,
-        lora_alpha=args.lora_alpha,
-        batch_size=args.batch_size,
-        gradient_accumulation_steps=args.grad_accum,
-        save_steps=args.save_steps,
-        torch_threads=args.torch_threads,
-        overwrite=args.overwrite,
-        resume=args.resume,
-        env_kwargs=dict(args.env_kwargs),
+    parser.add_argument(
+        "env_id_args", nargs="*", metavar="ENV_ID", help="env id(s) to imitate (sets env_ids)"
     )
+    parser.add_argument(
+        "--config", metavar="YAML", help="settings file (a path); flags override it"
+    )
+    parser.add_short_flags(SHORT_FLAGS)
+    parser.add_argument(
+        "--full",
+        dest="use_peft",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="train all weights instead of a LoRA adapter (--use_peft false)",
+    )
+    parser.add_dataclasses(SFTSettings, AgentModelConfig)
+    parser.retype(CHECKED)
+    parser.configs_dir = CONFIGS_DIR
+    parser.set_defaults_with_config(**SFT_MODEL_DEFAULTS)
+
+
+def settings_of(args: argparse.Namespace) -> tuple[SFTSettings, AgentModelConfig]:
+    """The run the parsed command line describes (positional env ids set ``env_ids``)."""
+    from aem_agent.grpo.config import AgentModelConfig
+    from aem_agent.grpo.run import dataclass_of
+    from aem_agent.sft.finetune import SFTError, SFTSettings
+
+    values = vars(args).copy()
+    if values.get("env_id_args"):
+        values["env_ids"] = list(values["env_id_args"])
+    try:
+        settings = dataclass_of(SFTSettings, values)
+        model = dataclass_of(AgentModelConfig, values)
+    except (TypeError, ValueError) as exc:
+        raise SFTError(f"invalid sft settings: {exc}") from exc
+    return settings, model
 
 
 def run(args: argparse.Namespace) -> int:
     from aem_agent.sft.finetune import check_settings, run_sft
 
-    settings = settings_from_args(args)
-    check_settings(settings)  # one line for a bad split or output dir, before loading anything
-    result = run_sft(settings)
+    settings, model = settings_of(args)
+    check_settings(settings, model)  # one line for a bad split or output dir, before loading
+    result = run_sft(settings, model)
     print(
         f"imitated {result.won}/{result.episodes} won expert episodes: {result.samples} samples, "
         f"{result.reply_tokens} reply tokens; trained to step {result.global_step}"

@@ -8,10 +8,13 @@ Examples::
     aem train --config cpu-smoke.yaml --output-dir runs/ray --ray   # envs in Ray actors
     accelerate launch -m aem_cli train --config qwen2.5-1.5b-alfworld.yaml
 
-Values given on the command line override the YAML file; ``--resume`` continues from the
-newest checkpoint in the output directory, ``--overwrite`` replaces an earlier run there.
+Every flag is a field of ``AEMConfig`` (TRL's ``GRPOConfig`` and aem's settings), of TRL's
+``ModelConfig`` (the model, LoRA) or of ``RunArgs``, parsed by TRL's ``TrlParser``; a YAML file
+(``--config``) sets the same fields by name, the command line overrides it. ``--resume``
+continues from the newest checkpoint in the output directory, ``--overwrite`` replaces an
+earlier run there.
 
-This module is the driver (TRL's ``trl/scripts/grpo.py``): flags and YAML → settings →
+This module is the driver (TRL's ``trl/scripts/grpo.py``): flags and YAML → dataclasses →
 :func:`train`, which strings together the library pieces of :mod:`aem_agent.grpo.run` (config,
 model, trainer, outputs) and :mod:`aem_agent.grpo.metrics` (what a run logs). Under ``accelerate
 launch`` every process runs this same driver.
@@ -22,8 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,23 +37,26 @@ from aem_agent.grpo.metrics import (
     write_plot,
 )
 from aem_agent.grpo.run import (
+    CONFIGS_DIR,
     FINAL_DIR,
     METRICS_FILE,
     PLOT_FILE,
     SETTINGS_FILE,
     TENSORBOARD_DIR,
-    build_config,
+    TrainRun,
+    build_run,
     build_trainer,
     check_output_dir,
     last_checkpoint,
-    load_settings,
     prompt_layout,
+    renamed,
     resolve_model,
     save_policy,
+    train_dataclasses,
+    train_defaults,
 )
 from aem_agent.prompts import write_prompt_layout
-from aem_cli.arguments import positive_int
-from aem_cli.run_flags import add_ray_flag, add_run_flags
+from aem_cli.arguments import Parser, json_object, positive_float, positive_int
 from aem_envs.core.errors import AEMError
 from aem_envs.core.io import atomic_write_json
 
@@ -61,65 +66,54 @@ if TYPE_CHECKING:  # torch and TRL load only when a run starts
 
     from aem_agent.rollout.groups import MultiTurnRollout
 
-#: Command-line flag → training setting (AEMConfig field or driver key).
-FLAG_SETTINGS: dict[str, str] = {
-    "model": "model",
-    "algo": "algo",
-    "group_size": "num_generations",
-    "steps": "max_steps",
-    "lr": "learning_rate",
-    "lam": "aem_lambda",
-    "credit": "credit",
-    "seed": "seed",
-    "output_dir": "output_dir",
-    "overwrite": "overwrite",
-    "ray": "env_ray_address",
+#: Short flags of TRL fields, kept from before the flags were the dataclasses' own:
+#: flag → (field, checked type).
+SHORT_FLAGS: dict[str, tuple[str, Any]] = {
+    "--steps": ("max_steps", positive_int),
+    "--group-size": ("num_generations", positive_int),
+    "--lr": ("learning_rate", positive_float),
 }
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
+    subparsers.add_parser(
         "train",
         help="train a policy with AEM/GRPO (TRL) on aem envs",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="env id(s) to train on")
-    parser.add_argument(
-        "--config", help="YAML of settings (a path, or a bundled name such as cpu-smoke.yaml)"
-    )
-    parser.add_argument("--algo", choices=("aem", "grpo"), help="aem (default) or plain grpo")
-    parser.add_argument(
-        "--group-size", type=positive_int, help="episodes per task (GRPO group size G)"
-    )
-    parser.add_argument("--steps", type=positive_int, help="optimizer steps to train")
-    add_run_flags(parser)
-    parser.add_argument("--lam", type=float, help="AEM strength λ (0 = GRPO)")
-    parser.add_argument(
-        "--credit",
-        metavar="CHAIN",
-        help="credit estimators joined by '+': aem (default), grpo, gigpo, gigpo+aem "
-        "(docs/credit.md)",
-    )
-    add_ray_flag(parser)
-    parser.set_defaults(func=run)
+        setup=_add_flags,
+    ).set_defaults(func=run)
 
 
-def settings_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    """The YAML settings with the command-line values laid over them."""
-    settings = load_settings(args.config)
-    if args.env_ids:
-        settings["env_ids"] = list(args.env_ids)
-    for flag, key in FLAG_SETTINGS.items():
-        value = getattr(args, flag)
-        if value is not None:
-            settings[key] = value
-    return settings
+def _add_flags(parser: Parser) -> None:
+    """Every field of ``aem train``'s dataclasses as a flag, over ``aem train``'s defaults."""
+    parser.add_argument(
+        "env_id_args", nargs="*", metavar="ENV_ID", help="env id(s) to train on (sets env_ids)"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="YAML",
+        help="settings file: a path, or a bundled name such as cpu-smoke.yaml; flags override it",
+    )
+    parser.add_short_flags(SHORT_FLAGS)
+    parser.add_dataclasses(*train_dataclasses())
+    parser.retype({"env_kwargs": json_object})
+    parser.configs_dir = CONFIGS_DIR
+    parser.rename = renamed
+    parser.set_defaults_with_config(**train_defaults())
+
+
+def run_of(args: argparse.Namespace) -> TrainRun:
+    """The run the parsed command line describes (positional env ids set ``env_ids``)."""
+    values = vars(args).copy()
+    if values.get("env_id_args"):
+        values["env_ids"] = list(values["env_id_args"])
+    return build_run(values)
 
 
 def run(args: argparse.Namespace) -> int:
     """``aem train``: one run, then where its outputs are."""
-    result = train(settings_from_args(args), resume=args.resume)
+    result = train(run_of(args))
     print(f"trained to step {result.global_step}; outputs in {result.output_dir}")
     print(f"  metrics: {result.metrics_csv}")
     print(f"  plot:    {result.plot}")
@@ -136,23 +130,25 @@ class TrainResult:
     global_step: int
 
 
-def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
-    """Run one training job described by ``settings`` (YAML keys, see :mod:`aem_agent.grpo.run`):
-    check the output folder and env ids before a model loads, train, then save the final
-    model with its prompt layout and plot the logged metrics (main process only)."""
-    config, driver = build_config(settings)
-    if driver.get("torch_threads"):
+def train(setup: TrainRun) -> TrainResult:
+    """Run one training job (:func:`aem_agent.grpo.run.build_config` of YAML keys, or
+    :func:`run_of` a command line): check the output folder and env ids before a model
+    loads, train, then save the final model with its prompt layout and plot the logged
+    metrics (main process only)."""
+    config, model_args, driver, tensorboard = setup
+    resume = driver.resume
+    if driver.torch_threads:
         import torch
 
-        torch.set_num_threads(int(driver["torch_threads"]))
+        torch.set_num_threads(driver.torch_threads)
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    assert config.output_dir is not None  # build_config refuses settings without one
+    assert config.output_dir is not None  # build_run refuses settings without one
     output_dir = Path(config.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
         raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
     if not resume:
-        check_output_dir(output_dir, overwrite=bool(driver.get("overwrite")))
+        check_output_dir(output_dir, overwrite=driver.overwrite)
 
     from aem_envs.registration import resolve_env_id
 
@@ -162,15 +158,16 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
         from aem_envs.vector import cluster
 
         cluster.ray_module()  # likewise "install aem[scale]" (the rollout connects)
-    model_dir = resolve_model(str(driver.get("model", "smollm2")))
+    model_dir = resolve_model(model_args.model_name_or_path)
     metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
     trainer = build_trainer(
         config,
         model_dir,
+        model=model_args,
         callbacks=[
             metrics.callback(),
             log_line_callback(),
-            *tensorboard_callbacks(output_dir / TENSORBOARD_DIR, wanted=driver["tensorboard"]),
+            *tensorboard_callbacks(output_dir / TENSORBOARD_DIR, wanted=tensorboard),
         ],
     )
     readable_terminal(trainer)
@@ -179,7 +176,13 @@ def train(settings: Mapping[str, Any], *, resume: bool = False) -> TrainResult:
         rollout.progress = print
         atomic_write_json(
             output_dir / SETTINGS_FILE,
-            {"model": str(model_dir), **driver, **_jsonable(config.to_dict())},
+            {
+                "model": str(model_dir),
+                **_jsonable(asdict(model_args)),
+                **asdict(driver),
+                "tensorboard": tensorboard,
+                **_jsonable(config.to_dict()),
+            },
         )
     try:
         trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)

@@ -1,18 +1,21 @@
-"""``AEMConfig``: TRL's ``GRPOConfig`` plus the AEM, LoRA and multi-turn rollout settings.
+"""``AEMConfig``: TRL's ``GRPOConfig`` plus the AEM and multi-turn rollout settings; and
+``AgentModelConfig``: TRL's ``ModelConfig`` (the model a run starts from, its LoRA adapter).
 
 Why a subclass of ``GRPOConfig``: every TRL setting (learning rate, group size via
 ``num_generations``, sampling temperature, logging, checkpoints, vLLM) keeps its meaning and its
 documentation, and ``HfArgumentParser``/YAML loading work unchanged. The AEM defaults are the
 paper's (``docs/aem.md``): λ = 1, the unit is one turn's response, a 0.1-nat gate, no
 re-normalisation; the rollout defaults follow its setup (50-step episodes, the 10 / 0 / −0.1
-reward scheme of the envs).
+reward scheme of the envs). The model and its LoRA adapter are TRL's ``ModelConfig``, turned
+into a ``peft.LoraConfig`` by TRL's ``get_peft_config``, as TRL's own scripts do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from trl import GRPOConfig
+from trl import GRPOConfig, ModelConfig
 
 from aem_agent.credit.base import CreditError
 from aem_agent.credit.gigpo import SCALES, Scale
@@ -21,6 +24,7 @@ from aem_agent.credit.registry import parse
 from aem_agent.prompts import PromptSettings
 from aem_agent.rollout.batches import LAYOUTS, Layout
 from aem_envs.core.errors import AEMError
+from aem_envs.vector import LOCAL
 
 #: Modules LoRA adapts by default: attention and MLP projections of Llama/Qwen-style models.
 LORA_TARGETS: tuple[str, ...] = (
@@ -34,8 +38,61 @@ LORA_TARGETS: tuple[str, ...] = (
 )
 
 
+#: ``algo``: AEM, or plain GRPO (AEM off).
+Algo = Literal["aem", "grpo"]
+
+
 class ConfigError(AEMError, ValueError):
     """A training setting is out of range or inconsistent with another one."""
+
+
+@dataclass
+class AgentModelConfig(ModelConfig):
+    """TRL's ``ModelConfig`` with aem's defaults where they differ from TRL's.
+
+    Parameters:
+        model_name_or_path (`str`, *optional*, defaults to `"smollm2"`):
+            A bundled model's name (``smollm2``, ``aem-ref``, built on first use: nothing is
+            downloaded) or a local checkpoint directory. TRL has no default; aem starts from
+            the bundled SmolLM2-135M-Instruct so that every command runs offline as is.
+        lora_target_modules (`list[str]`, *optional*, defaults to attention + MLP projections):
+            TRL's default (`None`) lets PEFT pick per architecture, which for Llama/Qwen is the
+            query and value projections only; aem adapts every projection of the blocks.
+        lora_dropout (`float`, *optional*, defaults to `0.0`):
+            TRL's 0.05 would make the policy's log-probs in GRPO's importance ratio differ
+            from the sampling policy's by dropout noise, which the ratio reads as a policy
+            change (``aem sft`` keeps TRL's 0.05: a supervised loss has no such ratio).
+    """
+
+    model_name_or_path: str = field(
+        default="smollm2",
+        metadata={
+            "help": "'smollm2' or 'aem-ref' (bundled, built on first use) or a local "
+            "checkpoint directory.",
+            "aliases": ["--model"],
+        },
+    )
+    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA branch."})
+    lora_target_modules: list[str] | None = field(
+        default_factory=lambda: list(LORA_TARGETS),
+        metadata={"help": "Module names LoRA adapts (default: attention and MLP projections)."},
+    )
+
+    def model_init_kwargs(self, given: Any = None) -> dict[str, Any]:
+        """What ``from_pretrained`` gets from these settings, with a trainer config's own
+        ``model_init_kwargs`` (``given``) over them: TRL's ``grpo.py`` and ``sft.py`` scripts
+        give their trainers the same."""
+        from trl import get_quantization_config
+
+        kwargs: dict[str, Any] = {
+            "revision": self.model_revision,
+            "attn_implementation": self.attn_implementation,
+            "dtype": self.dtype,
+        }
+        quantization = get_quantization_config(self)
+        if quantization is not None:
+            kwargs["quantization_config"] = quantization
+        return {**kwargs, **(given or {})}
 
 
 @dataclass
@@ -49,6 +106,9 @@ class AEMConfig(GRPOConfig, PromptSettings):
 
     Parameters:
         > AEM (``docs/aem.md``)
+
+        algo (`Literal["aem", "grpo"]`, *optional*, defaults to `"aem"`):
+            `"grpo"` trains plain GRPO: it turns ``aem_enabled`` off.
 
         aem_enabled (`bool`, *optional*, defaults to `True`):
             Apply AEM after the GRPO advantage. `False` trains plain GRPO (bit for bit).
@@ -72,20 +132,6 @@ class AEMConfig(GRPOConfig, PromptSettings):
             The units the gate, the min–max scaling and the mean-1 normalisation run over:
             the GRPO group (the paper), the turns of one trajectory, or the whole batch (the
             last two are ablations).
-
-        > LoRA (``peft``)
-
-        use_peft (`bool`, *optional*, defaults to `False`):
-            Train a LoRA adapter instead of every weight (``aem train`` turns it on by default
-            on CPU). The reference model for `beta > 0` is then the base with the adapter off.
-        lora_r (`int`, *optional*, defaults to `16`):
-            LoRA rank.
-        lora_alpha (`int`, *optional*, defaults to `32`):
-            LoRA scaling numerator (the update is scaled by `lora_alpha / lora_r`).
-        lora_dropout (`float`, *optional*, defaults to `0.0`):
-            Dropout on the LoRA branch.
-        lora_target_modules (`list[str]`, *optional*, defaults to attention + MLP projections):
-            Module names LoRA adapts.
 
         > Multi-turn rollouts
 
@@ -153,13 +199,20 @@ class AEMConfig(GRPOConfig, PromptSettings):
             (`"std"`), or only centred (`"none"`, verl-agent's `mean_norm`).
     """
 
+    algo: Algo = field(
+        default="aem",
+        metadata={"help": "'aem' (default) or 'grpo' (plain GRPO: AEM off)."},
+    )
     aem_enabled: bool = field(
         default=True,
         metadata={"help": "Apply AEM after the GRPO advantage; False trains plain GRPO."},
     )
     aem_lambda: float = field(
         default=1.0,
-        metadata={"help": "λ >= 0: strength of the entropy modulation (0 = plain GRPO)."},
+        metadata={
+            "help": "λ: strength of the entropy modulation (0 = plain GRPO, < 0 reversed).",
+            "aliases": ["--lam"],
+        },
     )
     aem_unit: Unit = field(
         default="turn",
@@ -187,16 +240,6 @@ class AEMConfig(GRPOConfig, PromptSettings):
             "'batch' (ablations).",
             "choices": list(SCOPES),
         },
-    )
-    use_peft: bool = field(
-        default=False, metadata={"help": "Train a LoRA adapter instead of every weight."}
-    )
-    lora_r: int = field(default=16, metadata={"help": "LoRA rank."})
-    lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha (scale = alpha / r)."})
-    lora_dropout: float = field(default=0.0, metadata={"help": "Dropout on the LoRA branch."})
-    lora_target_modules: list[str] = field(
-        default_factory=lambda: list(LORA_TARGETS),
-        metadata={"help": "Module names LoRA adapts."},
     )
     env_ids: list[str] = field(
         default_factory=lambda: ["aem/ALFWorld-v0"],
@@ -227,8 +270,13 @@ class AEMConfig(GRPOConfig, PromptSettings):
     env_ray_address: str | None = field(
         default=None,
         metadata={
-            "help": "Envs in Ray actors: 'local' (Ray on loopback), 'auto', HOST:PORT or "
-            "ray://HOST:PORT; None (default) runs them in this process."
+            "help": "Envs in Ray actors: alone 'local' (a private Ray on loopback), else "
+            "'auto', HOST:6379 or ray://HOST:10001 (needs aem[scale]); unset (default) runs "
+            "them in this process.",
+            "aliases": ["--ray"],
+            "nargs": "?",
+            "const": LOCAL,
+            "metavar": "ADDRESS",
         },
     )
     step_token_budget: int = field(
@@ -271,6 +319,10 @@ class AEMConfig(GRPOConfig, PromptSettings):
         if self.gradient_checkpointing is None and self.activation_checkpointing is None:
             self.activation_checkpointing = True  # GRPOConfig's default
         super().__post_init__()
+        if self.algo not in ("aem", "grpo"):
+            raise ConfigError(f"algo={self.algo!r}; choose 'aem' or 'grpo'")
+        if self.algo == "grpo":
+            self.aem_enabled = False
         if self.aem_unit not in UNITS:
             raise ConfigError(f"aem_unit={self.aem_unit!r}; choose one of {list(UNITS)}")
         if self.aem_scope not in SCOPES:
@@ -279,7 +331,7 @@ class AEMConfig(GRPOConfig, PromptSettings):
             raise ConfigError(
                 f"rollout_layout={self.rollout_layout!r}; choose one of {list(LAYOUTS)}"
             )
-        for name in ("aem_eps", "aem_min_range", "lora_dropout"):
+        for name in ("aem_eps", "aem_min_range"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)} must be >= 0")
         for name in (
@@ -287,7 +339,6 @@ class AEMConfig(GRPOConfig, PromptSettings):
             "max_turns",
             "max_turn_tokens",
             "env_workers",
-            "lora_r",
             "step_token_budget",
             "loss_token_budget",
         ):

@@ -14,38 +14,33 @@ trained with, which ``aem bench --policy hf:final`` applies),
 never leaves half a file), TensorBoard events under ``tensorboard/``, the resolved settings
 (``aem-train.json``) and ``training.png`` (success rate, reward and entropy per step).
 
-Settings come from a YAML file (every ``AEMConfig`` field, plus the driver keys in
-:data:`DRIVER_KEYS`) and are overridden by command-line values. Under ``accelerate launch``
+Settings are TRL's way: dataclasses (``AEMConfig``, TRL's ``ModelConfig`` as
+``AgentModelConfig``, :class:`RunArgs`) parsed by TRL's ``TrlParser``, a YAML file's keys laid
+over :func:`train_defaults` and the command line laid over the file. Under ``accelerate launch``
 each process runs the same driver; TRL and accelerate split the batch, the trainer gathers
 whole groups before computing advantages, and only the main process writes metrics and plots.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from aem_envs.core.errors import AEMError, DataError
 
 if TYPE_CHECKING:  # torch and TRL load only when a run starts
     from peft import PeftModel
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainerCallback
+    from trl import TrlParser
 
-    from aem_agent.grpo.config import AEMConfig
+    from aem_agent.grpo.config import AEMConfig, AgentModelConfig
     from aem_agent.grpo.trainer import AEMGRPOTrainer
 
-#: Keys of a training YAML that are not ``AEMConfig`` fields.
-DRIVER_KEYS: dict[str, str] = {
-    "model": "'smollm2' (the bundled SmolLM2-135M-Instruct) or a local checkpoint directory",
-    "algo": "'aem' or 'grpo' (GRPO = AEM off)",
-    "torch_threads": "CPU threads for torch (1 is fastest on 2 shared cores); unset = default",
-    "overwrite": "replace an earlier run's outputs in output_dir instead of refusing to start",
-}
-ALGOS = ("aem", "grpo")
+T = TypeVar("T")
+
 METRICS_FILE = "metrics.csv"
 PLOT_FILE = "training.png"
 SETTINGS_FILE = "aem-train.json"
@@ -56,81 +51,149 @@ TENSORBOARD_DIR = "tensorboard"
 OUTPUTS = (METRICS_FILE, PLOT_FILE, SETTINGS_FILE, FINAL_DIR, TENSORBOARD_DIR)
 
 
-def load_settings(path: str | os.PathLike[str] | None) -> dict[str, Any]:
-    """Read a training YAML into a flat dict (empty when ``path`` is None)."""
-    if path is None:
-        return {}
-    import yaml
-
-    file = Path(path)
-    if not file.is_file():
-        bundled = Path(__file__).parents[1].joinpath("configs") / Path(path).name
-        if bundled.is_file():
-            file = bundled
-        else:
-            raise DataError(
-                f"training config {path} does not exist; bundled configs: "
-                + ", ".join(p.name for p in sorted(bundled.parent.glob("*.yaml")))
-            )
-    try:
-        data = yaml.safe_load(file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise DataError(f"training config {file} is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise DataError(f"training config {file} must be a mapping of settings")
-    return data
+#: Where ``--config NAME`` finds a training YAML that is not a path.
+CONFIGS_DIR = Path(__file__).parents[1].joinpath("configs")
+#: Keys of earlier training YAMLs that now have TRL's name (the old one still loads).
+RENAMED_KEYS = {"model": "model_name_or_path"}
 
 
-def build_config(settings: Mapping[str, Any]) -> tuple[AEMConfig, dict[str, Any]]:
-    """Split ``settings`` into an ``AEMConfig`` and the driver keys; check both."""
+@dataclass
+class RunArgs:
+    """What one ``aem train`` run needs besides its TRL settings (``AEMConfig``) and its
+    model (``AgentModelConfig``)."""
+
+    torch_threads: int | None = field(
+        default=None,
+        metadata={"help": "CPU threads for torch (1 is fastest on shared cores); unset: all."},
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "Replace an earlier run's outputs in output_dir instead of refusing."},
+    )
+    resume: bool = field(
+        default=False,
+        metadata={"help": "Continue from the newest checkpoint-* in output_dir."},
+    )
+
+
+class TrainRun(NamedTuple):
+    """One run's settings, parsed and checked."""
+
+    config: AEMConfig
+    model: AgentModelConfig
+    run: RunArgs
+    #: TensorBoard events go to ``<output_dir>/tensorboard`` (``report_to`` named it).
+    tensorboard: bool
+
+
+def train_dataclasses() -> tuple[Any, ...]:
+    """The dataclasses ``aem train`` is parsed into by TRL's ``TrlParser``."""
+    from aem_agent.grpo.config import AEMConfig, AgentModelConfig
+
+    return (AEMConfig, AgentModelConfig, RunArgs)
+
+
+def train_defaults() -> dict[str, Any]:
+    """``aem train``'s defaults where they differ from TRL's, and why (the YAML and the flags
+    are laid over them)."""
     import torch
 
-    from aem_agent.grpo.config import AEMConfig, ConfigError
+    defaults: dict[str, Any] = {
+        # a step is seconds to minutes here, not TRL's milliseconds: log every one
+        "logging_steps": 1,
+        # wired by the driver, so the events land in <output_dir>/tensorboard
+        "report_to": ["tensorboard"],
+    }
+    if not torch.cuda.is_available():
+        defaults.update(
+            use_cpu=True,
+            # float32: bf16 autocast is twice as fast on CPUs with native bf16
+            # (models.cpu_bf16_supported), but its rounding of the log-probs in GRPO's ratio
+            # stopped the tiny model of tests/benchmarks/test_learning.py from learning.
+            bf16=False,
+            # LoRA: a fraction of the optimizer state and gradient work
+            use_peft=True,
+            # recomputing every forward costs time; memory is not the limit on CPU
+            activation_checkpointing=False,
+            # activations dominate a CPU step's memory and grow with a loss chunk's tokens:
+            # 256 (one compact ALFWorld turn row) bound them at no cost in speed on one thread
+            # (the measurement: docs/training.md, "What a step costs on CPU")
+            loss_token_budget=256,
+        )
+    return defaults
 
-    known = {f.name for f in fields(AEMConfig) if f.init}
-    unknown = sorted(set(settings) - known - set(DRIVER_KEYS))
+
+def renamed(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` with earlier key names (:data:`RENAMED_KEYS`) given their TRL name."""
+    from aem_agent.grpo.config import ConfigError
+
+    out = dict(settings)
+    for old, new in RENAMED_KEYS.items():
+        if old in out:
+            if new in out:
+                raise ConfigError(f"{old!r} and {new!r} name the same setting; keep {new!r}")
+            out[new] = out.pop(old)
+    return out
+
+
+def train_parser() -> TrlParser:
+    """TRL's parser over :func:`train_dataclasses`, with :func:`train_defaults` applied."""
+    from trl import TrlParser
+
+    parser = TrlParser(list(train_dataclasses()))
+    parser.set_defaults_with_config(**train_defaults())
+    return parser
+
+
+def build_config(settings: Mapping[str, Any]) -> TrainRun:
+    """The run of ``settings`` (YAML keys: fields of ``AEMConfig``, ``AgentModelConfig`` and
+    :class:`RunArgs`), parsed as ``aem train --config`` parses its file; checked."""
+    from aem_agent.grpo.config import ConfigError
+
+    parser = train_parser()
+    settings = renamed(settings)
+    known = {action.dest for action in parser._actions}
+    unknown = sorted(set(settings) - known)
     if unknown:
         raise ConfigError(
-            f"unknown training setting(s) {unknown}; use AEMConfig / GRPOConfig field names "
-            f"or one of {sorted(DRIVER_KEYS)}"
+            f"unknown training setting(s) {unknown}; use AEMConfig / GRPOConfig / ModelConfig "
+            "field names (aem train --help lists them)"
         )
-    driver = {k: settings[k] for k in DRIVER_KEYS if k in settings}
-    values = {k: v for k, v in settings.items() if k in known}
-    algo = driver.setdefault("algo", "aem")
-    if algo not in ALGOS:
-        raise ConfigError(f"algo={algo!r}; choose one of {list(ALGOS)}")
-    if algo == "grpo":
-        values["aem_enabled"] = False
-    if "output_dir" not in values:
+    parser.set_defaults_with_config(**settings)
+    namespace, _ = parser.parse_known_args([])
+    return build_run(vars(namespace))
+
+
+def build_run(values: Mapping[str, Any]) -> TrainRun:
+    """The dataclasses of parsed ``values`` (a parser's namespace), checked; ``report_to``'s
+    TensorBoard is taken out for the driver to wire, and the model's loading settings go to
+    ``model_init_kwargs`` (as TRL's ``grpo.py`` script does)."""
+    from aem_agent.grpo.config import AEMConfig, AgentModelConfig, ConfigError
+
+    values = dict(values)
+    if values.get("output_dir") is None:
         raise ConfigError("no output_dir: pass --output-dir or set output_dir in the config")
-    if not torch.cuda.is_available():
-        values.setdefault("use_cpu", True)
-        # float32: bf16 autocast is twice as fast on CPUs with native bf16
-        # (models.cpu_bf16_supported), but its rounding of the log-probs in GRPO's ratio stopped
-        # the tiny model of tests/benchmarks/test_learning.py from learning; opt in with bf16.
-        values.setdefault("bf16", False)
-        # CPU defaults: LoRA (a fraction of the optimizer state and gradient work) and no
-        # gradient checkpointing (it recomputes every forward; memory is not the limit here).
-        values.setdefault("use_peft", True)
-        if "gradient_checkpointing" not in values:  # the deprecated name, if the user gave it
-            values.setdefault("activation_checkpointing", False)
-        # Activations dominate a CPU step's memory and grow with the tokens of a loss chunk:
-        # 256 tokens (one compact ALFWorld turn row) bounds them at no cost in speed on one
-        # thread (the measurement: docs/training.md, "What a step costs on CPU").
-        values.setdefault("loss_token_budget", 256)
-    values.setdefault("logging_steps", 1)
-    report_to = values.get("report_to", ["tensorboard"])
+    report_to = values.get("report_to") or []
     report_to = [report_to] if isinstance(report_to, str) else list(report_to)
-    # TensorBoard is wired by the driver so its events land in <output_dir>/tensorboard.
-    driver["tensorboard"] = "tensorboard" in report_to or "all" in report_to
+    tensorboard = "tensorboard" in report_to or "all" in report_to
     values["report_to"] = [r for r in report_to if r not in ("tensorboard", "none")] or "none"
     try:
-        config = AEMConfig(**values)
+        model = dataclass_of(AgentModelConfig, values)
+        run = dataclass_of(RunArgs, values)
+        config = dataclass_of(AEMConfig, values)
     except ConfigError:
         raise
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"invalid training settings: {exc}") from exc
-    return config, driver
+    config.model_init_kwargs = model.model_init_kwargs(config.model_init_kwargs)
+    return TrainRun(config, model, run, tensorboard)
+
+
+def dataclass_of(kind: type[T], values: Mapping[str, Any]) -> T:
+    """``kind`` built from the ``values`` that are its init fields (a parsed namespace holds
+    the fields of several dataclasses, as ``HfArgumentParser`` splits them)."""
+    names = {f.name for f in fields(kind) if f.init}  # type: ignore[arg-type]
+    return kind(**{k: v for k, v in values.items() if k in names})
 
 
 def resolve_model(spec: str) -> Path:
@@ -218,10 +281,22 @@ def save_policy(
 
 
 def build_trainer(
-    config: AEMConfig, model_dir: Path, *, callbacks: Sequence[TrainerCallback] = ()
+    config: AEMConfig,
+    model_dir: Path,
+    *,
+    model: AgentModelConfig | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
 ) -> AEMGRPOTrainer:
-    """The ``AEMGRPOTrainer`` of ``config`` on ``model_dir``: it builds its own rollout, tasks,
-    reward and (``use_peft``) LoRA adapter. The caller closes ``trainer.rollout_func``."""
+    """The ``AEMGRPOTrainer`` of ``config`` on ``model_dir``: it builds its own rollout, tasks
+    and reward; with ``model.use_peft`` a LoRA adapter (TRL's ``get_peft_config``). The caller
+    closes ``trainer.rollout_func``."""
+    from trl import get_peft_config
+
     from aem_agent.grpo.trainer import AEMGRPOTrainer
 
-    return AEMGRPOTrainer(model=str(model_dir), args=config, callbacks=list(callbacks))
+    return AEMGRPOTrainer(
+        model=str(model_dir),
+        args=config,
+        callbacks=list(callbacks),
+        peft_config=get_peft_config(model) if model is not None else None,
+    )

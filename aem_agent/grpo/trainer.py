@@ -46,8 +46,7 @@ from aem_agent.grpo.step_layout import (
 )
 from aem_agent.grpo.trl_private import GRPOInternals
 
-if TYPE_CHECKING:  # peft is optional: imported only when LoRA is asked for
-    from peft import PeftConfig
+if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 #: The :class:`~aem_agent.credit.TurnBatch` fields that come from the environment, per turn.
@@ -89,9 +88,8 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
         """Like ``GRPOTrainer``; without ``rollout_func``, ``train_dataset`` and
         ``environment_factory`` the trainer builds them from ``args`` (as TRL trainers build
         default ``args``): the multi-turn rollout over ``args.env_ids``, its task dataset and
-        the episode reward. Without ``peft_config`` and with ``args.use_peft`` it builds the
-        LoRA adapter of ``args`` (:func:`lora_config`), so ``aem train`` and the tests make
-        the trainer with one and the same call.
+        the episode reward. A LoRA adapter is TRL's ``peft_config`` (``aem train`` passes
+        ``trl.get_peft_config`` of its ``ModelConfig``).
 
         With ``environment_factory`` (e.g. :func:`aem_agent.grpo.tool_env.environment_factory`)
         TRL's own tool loop plays the episodes, one row each, so ``rollout_layout`` must be
@@ -116,8 +114,6 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
                 args.env_ids, args.num_tasks, seed=args.seed, split=args.env_split
             )
             reward_funcs = reward_funcs or [episode_reward]
-        if args.use_peft and kwargs.get("peft_config") is None:
-            kwargs["peft_config"] = lora_config(args)
         super().__init__(
             model=model,
             reward_funcs=reward_funcs,
@@ -394,20 +390,6 @@ class AEMGRPOTrainer(StepLayoutMixin, GRPOInternals):
                 counted = self.accelerator.gather(values)[~all_failed]
                 mean = counted.mean().item() if len(counted) else float("nan")
                 self.record_metric(mode, f"episode/{name}", mean)
-
-
-def lora_config(config: AEMConfig) -> PeftConfig:
-    """The ``peft.LoraConfig`` of ``config``'s LoRA settings (what TRL's ``peft_config`` takes)."""
-    from aem_envs.core.errors import require
-
-    peft = require("agent", "peft", feature="LoRA training (use_peft)")
-    return peft.LoraConfig(
-        r=config.lora_r,
-        lora_alpha=config.lora_alpha,
-        lora_dropout=config.lora_dropout,
-        target_modules=list(config.lora_target_modules),
-        task_type="CAUSAL_LM",
-    )
 
 
 def run_turn_ids(mask: torch.Tensor) -> torch.Tensor:

@@ -25,7 +25,8 @@ def expert_reply(action: str, think: str | None = None) -> str:
 
 
 def expert_teacher(think: str | None = None) -> Any:
-    """A :data:`aem_agent.rollout.recording.Teacher` replying with the env's ``expert_action()``."""
+    """A :data:`aem_agent.rollout.recording.Teacher` replying with the env's
+    ``expert_action()``."""
 
     def teach(env: Any) -> str:
         return expert_reply(env.get_wrapper_attr("expert_action")(), think)
@@ -34,8 +35,8 @@ def expert_teacher(think: str | None = None) -> Any:
 
 
 def explorer(share: float, seed: int, think: str | None = None) -> Any:
-    """A :data:`aem_agent.rollout.recording.Behaviour` that plays a random other admissible action
-    on a ``share`` of turns (DART-style noise), the expert's label on the rest.
+    """A :data:`aem_agent.rollout.recording.Behaviour` that plays a random other admissible
+    action on a ``share`` of turns (DART-style noise), the expert's label on the rest.
 
     Why: the expert plans from the true state, so its own episodes never show a wrong
     receptacle, a wrong object or a repeated move; a student trained on them alone takes

@@ -34,7 +34,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from trl import SFTConfig
 
 from aem_agent.grpo.metrics import MetricsWriter
 from aem_agent.grpo.run import (
@@ -57,59 +59,170 @@ from aem_agent.sft.demonstrations import (
 from aem_envs.core.base import TRAIN_SPLIT
 from aem_envs.core.errors import AEMError
 
+if TYPE_CHECKING:
+    from aem_agent.grpo.config import AgentModelConfig
+
 SETTINGS_FILE = "aem-sft.json"
 #: What ``aem sft`` writes into an output directory; ``overwrite`` replaces exactly these.
 OUTPUTS = (PROMPT_FILE, SETTINGS_FILE, ADAPTER_DIR, METRICS_FILE)
-#: LoRA on every linear layer of the blocks (attention and MLP), not the LM head.
-LORA_TARGETS = "all-linear"
+#: ``aem sft``'s model settings where they differ from ``AgentModelConfig``'s (``aem
+#: train``'s): LoRA by default (``--full`` trains every weight), on every linear layer of the
+#: blocks (whatever the architecture names them), with TRL's dropout (a supervised loss has
+#: no importance ratio for it to disturb).
+SFT_MODEL_DEFAULTS: dict[str, Any] = {
+    "use_peft": True,
+    "lora_target_modules": ["all-linear"],
+    "lora_dropout": 0.05,
+}
 
 
 class SFTError(AEMError, ValueError):
     """An SFT run cannot start as configured (split, output directory, expert data)."""
 
 
-@dataclass(kw_only=True)
-class SFTSettings(PromptSettings):
-    """One ``aem sft`` run: the prompt settings of ``aem train`` (:class:`PromptSettings`,
-    one definition for both) plus the expert data and the supervised run's own."""
+def sft_model(**settings: Any) -> AgentModelConfig:
+    """The model settings of an ``aem sft`` run: :data:`SFT_MODEL_DEFAULTS` under ``settings``."""
+    from aem_agent.grpo.config import AgentModelConfig
 
-    env_ids: Sequence[str]
-    output_dir: str | os.PathLike[str]
-    model: str = "smollm2"
-    episodes: int = 100
-    epochs: float = 1.0
-    learning_rate: float = 2e-4
-    layout: Layout = "step"
-    system_prompt: str | None = None
-    #: ``None``: replies are the action block only; else a fixed ``<think>`` text first.
-    think: str | None = None
-    #: Share of turns on which a random admissible action is played instead of the expert's
-    #: (the turn is still labelled with the expert's action): see :func:`explorer`.
-    explore: float = 0.0
-    max_total_tokens: int = 4096
-    split: str = TRAIN_SPLIT
-    seed: int = 0
-    full: bool = False
-    #: Repeat each step sample whose action verb (``take``, ``open``...) is rarer than the most
-    #: common one up to this many times (1: off): see :func:`oversample_rare`.
-    oversample: int = 1
-    #: A LoRA adapter directory to go on training (e.g. an earlier run's ``adapter/``) instead
-    #: of a new adapter; the result is still one adapter over ``model``.
-    init_adapter: str | None = None
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    #: Samples per forward: the logits dominate memory, so a small batch accumulated gives the
-    #: same batch and loss in a fraction of it (docs/training.md, "What a step costs on CPU").
-    batch_size: int = 2
-    gradient_accumulation_steps: int = 4
-    max_steps: int = -1
-    logging_steps: int = 10
-    save_steps: int = 100
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    torch_threads: int | None = None
-    overwrite: bool = False
-    resume: bool = False
+    return AgentModelConfig(**{**SFT_MODEL_DEFAULTS, **settings})
+
+
+@dataclass
+class SFTSettings(SFTConfig, PromptSettings):
+    """One ``aem sft`` run: TRL's ``SFTConfig``, the prompt settings of ``aem train``
+    (:class:`PromptSettings`, one definition for both) and the expert data. The model and its
+    LoRA adapter are TRL's ``ModelConfig`` (:func:`sft_model`).
+
+    Defaults that differ from ``SFTConfig``'s, and why:
+
+    * ``learning_rate`` 2e-4 (TRL: 2e-5): a LoRA adapter, or a small model trained whole,
+      learns the reply format in one pass at this rate;
+    * ``num_train_epochs`` 1 (TRL: 3): more expert episodes, not more passes, is the cheap way
+      to more data here;
+    * ``per_device_train_batch_size`` 2 and ``gradient_accumulation_steps`` 4 (TRL: 8 and 1):
+      the same batch of 8, but the logits of long multi-turn contexts dominate memory, so 2
+      rows at a time fit a CPU machine;
+    * ``save_steps`` 100 and ``save_total_limit`` 2 (TRL: 500, all): a killed CPU run loses
+      little and the folder keeps two checkpoints;
+    * ``completion_only_loss`` on and ``max_length`` unset (TRL: 1024): the loss is on the
+      reply tokens only, which sit at the end of a sample: never cut one;
+    * ``shuffle_dataset`` on: the samples are built episode by episode;
+    * ``seed`` 0 (TRL: 42): the seed of the expert episodes too (episode k is reset with
+      ``seed + k``), as in every aem command;
+    * ``lr_scheduler_type`` cosine with 5 % warm-up (TRL: linear, none);
+    * ``activation_checkpointing`` off: recomputing costs more than it saves on small models;
+    * ``bf16``: on a GPU, and on CPUs that multiply bf16 natively
+      (:func:`aem_agent.models.bundled.cpu_bf16_supported`); ``use_cpu`` without a GPU;
+    * ``disable_tqdm``: the progress is in ``metrics.csv`` and the log lines.
+    """
+
+    output_dir: str = field(
+        kw_only=True,
+        metadata={"help": "Where the model, adapter, checkpoints and metrics go."},
+    )
+    env_ids: list[str] = field(
+        default_factory=list, metadata={"help": "Env ids whose expert is imitated."}
+    )
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"help": "Keyword arguments for gym.make of every env."}
+    )
+    episodes: int = field(default=100, metadata={"help": "Expert episodes to play."})
+    layout: Layout = field(
+        default="step",
+        metadata={"help": "'step': one sample per turn; 'trajectory': one per episode."},
+    )
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "System prompt of every context (default: none)."}
+    )
+    think: str | None = field(
+        default=None,
+        metadata={
+            "help": "Unset: replies are the action block only; else this <think> text first."
+        },
+    )
+    explore: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of turns that play a random admissible action instead of the "
+            "expert's (still labelled with the expert's): shows recoveries."
+        },
+    )
+    max_total_tokens: int = field(
+        default=4096, metadata={"help": "Most tokens of one episode's context."}
+    )
+    split: str = field(
+        default=TRAIN_SPLIT,
+        metadata={"help": f"Task split of the expert episodes; only {TRAIN_SPLIT!r} is accepted."},
+    )
+    oversample: int = field(
+        default=1,
+        metadata={
+            "help": "Repeat samples of actions rarer than the commonest (take vs go to) up to "
+            "N times (1: off)."
+        },
+    )
+    init_adapter: str | None = field(
+        default=None,
+        metadata={"help": "Go on training this LoRA adapter directory instead of a new one."},
+    )
+    torch_threads: int | None = field(
+        default=None, metadata={"help": "CPU threads for torch (1 is fastest on shared cores)."}
+    )
+    overwrite: bool = field(
+        default=False,
+        metadata={"help": "Replace an earlier run's outputs in output_dir instead of refusing."},
+    )
+    resume: bool = field(
+        default=False, metadata={"help": "Continue from the newest checkpoint-* in output_dir."}
+    )
+    # SFTConfig's fields whose defaults differ (the class docstring says why)
+    learning_rate: float = field(default=2e-4, metadata={"help": "Learning rate (TRL: 2e-5)."})
+    num_train_epochs: float = field(
+        default=1.0, metadata={"help": "Passes over the samples (TRL: 3)."}
+    )
+    per_device_train_batch_size: int = field(
+        default=2, metadata={"help": "Samples per forward (TRL: 8)."}
+    )
+    gradient_accumulation_steps: int = field(
+        default=4, metadata={"help": "Forwards per optimizer step (TRL: 1)."}
+    )
+    save_steps: float = field(default=100, metadata={"help": "Checkpoint every N steps."})
+    save_total_limit: int | None = field(
+        default=2, metadata={"help": "Checkpoints kept (TRL: all)."}
+    )
+    completion_only_loss: bool | None = field(
+        default=True, metadata={"help": "Loss on the reply tokens only."}
+    )
+    max_length: int | None = field(
+        default=None, metadata={"help": "Cut samples to this length (default: never)."}
+    )
+    shuffle_dataset: bool = field(default=True, metadata={"help": "Shuffle the samples."})
+    seed: int = field(
+        default=0, metadata={"help": "Seed of the expert episodes, sampling and training."}
+    )
+    lr_scheduler_type: str = field(
+        default="cosine", metadata={"help": "Learning-rate schedule (TRL: linear)."}
+    )
+    warmup_steps: float = field(
+        default=0.05, metadata={"help": "Warm-up steps, or a share of them below 1 (TRL: 0)."}
+    )
+    activation_checkpointing: bool | None = field(
+        default=False, metadata={"help": "Recompute activations in the backward pass."}
+    )
+    disable_tqdm: bool | None = field(
+        default=True, metadata={"help": "No progress bars (the log lines say how far)."}
+    )
+
+    def __post_init__(self) -> None:
+        import torch
+
+        from aem_agent.models.bundled import cpu_bf16_supported
+
+        cpu = not torch.cuda.is_available()
+        self.use_cpu = self.use_cpu or cpu
+        if self.bf16 is None:
+            self.bf16 = not cpu or cpu_bf16_supported()
+        super().__post_init__()
 
 
 @dataclass(frozen=True)
@@ -126,8 +239,9 @@ class SFTResult:
     train_loss: float | None
 
 
-def check_settings(settings: SFTSettings) -> None:
+def check_settings(settings: SFTSettings, model: AgentModelConfig | None = None) -> None:
     """Fail in one line before anything is loaded: split, layout, sizes, output directory."""
+    model = model or sft_model()
     if settings.split != TRAIN_SPLIT:
         raise SFTError(
             f"split={settings.split!r}: aem sft trains on the {TRAIN_SPLIT!r} split only "
@@ -137,14 +251,14 @@ def check_settings(settings: SFTSettings) -> None:
         raise SFTError(f"layout={settings.layout!r}; choose one of {list(LAYOUTS)}")
     if not settings.env_ids:
         raise SFTError("no env id given; name at least one, e.g. aem/ALFWorld-v0")
-    if settings.episodes < 1 or settings.epochs <= 0 or settings.history_window < 0:
+    if settings.episodes < 1 or settings.num_train_epochs <= 0 or settings.history_window < 0:
         raise SFTError(
             f"need episodes >= 1, epochs > 0, history_window >= 0; got {settings.episodes}, "
-            f"{settings.epochs}, {settings.history_window}"
+            f"{settings.num_train_epochs}, {settings.history_window}"
         )
     adapter = settings.init_adapter
     if adapter is not None and (
-        settings.full or not (Path(adapter) / "adapter_config.json").exists()
+        not model.use_peft or not (Path(adapter) / "adapter_config.json").exists()
     ):
         raise SFTError(
             f"init_adapter={settings.init_adapter!r} must be a LoRA adapter directory (with "
@@ -239,9 +353,11 @@ def prompt_layout(settings: SFTSettings) -> dict[str, Any]:
     }
 
 
-def run_sft(settings: SFTSettings) -> SFTResult:
-    """Play the expert, build the samples, train with TRL's ``SFTTrainer``, save the model."""
-    check_settings(settings)
+def run_sft(settings: SFTSettings, model: AgentModelConfig | None = None) -> SFTResult:
+    """Play the expert, build the samples, train with TRL's ``SFTTrainer``, save the model
+    (``model``: what to start from and its LoRA adapter; default :func:`sft_model`)."""
+    model = model or sft_model()
+    check_settings(settings, model)
     from aem_envs.registration import resolve_env_id
 
     for env_id in settings.env_ids:
@@ -257,7 +373,7 @@ def run_sft(settings: SFTSettings) -> SFTResult:
     from aem_agent.rollout.groups import MultiTurnRollout
 
     out = Path(settings.output_dir)
-    model_dir = resolve_model(settings.model)
+    model_dir = resolve_model(model.model_name_or_path)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -294,7 +410,7 @@ def run_sft(settings: SFTSettings) -> SFTResult:
     if settings.overwrite and not settings.resume:
         check_output_dir(out, overwrite=True, outputs=OUTPUTS)
     out.mkdir(parents=True, exist_ok=True)
-    trainer = build_sft_trainer(settings, model_dir, tokenizer, samples)
+    trainer = build_sft_trainer(settings, model, model_dir, tokenizer, samples)
     from aem_envs.core.io import atomic_write_json
 
     checkpoint = last_checkpoint(out) if settings.resume else None
@@ -311,7 +427,10 @@ def run_sft(settings: SFTSettings) -> SFTResult:
         "reply_tokens": reply_tokens,
         "max_sample_tokens": max(len(r["input_ids"]) for r in samples),
     }
-    atomic_write_json(out / SETTINGS_FILE, {**_jsonable(asdict(settings)), **stats})
+    atomic_write_json(
+        out / SETTINGS_FILE,
+        {**_jsonable(asdict(model)), **_jsonable(settings.to_dict()), **stats},
+    )
     output = trainer.train(resume_from_checkpoint=str(checkpoint) if checkpoint else None)
     adapter_dir = save_policy(trainer.model, tokenizer, out)
     write_prompt_layout(out, prompt_layout(settings))
@@ -328,63 +447,32 @@ def run_sft(settings: SFTSettings) -> SFTResult:
 
 
 def build_sft_trainer(
-    settings: SFTSettings, model_dir: Path, tokenizer: Any, samples: list[dict[str, list[int]]]
+    settings: SFTSettings,
+    model: AgentModelConfig,
+    model_dir: Path,
+    tokenizer: Any,
+    samples: list[dict[str, list[int]]],
 ) -> Any:
-    """TRL's ``SFTTrainer`` (scoring reply positions only) on the pre-tokenised samples; LoRA
-    unless ``settings.full``."""
-    import torch
+    """TRL's ``SFTTrainer`` (scoring reply positions only) on the pre-tokenised samples, with
+    the LoRA adapter of ``model`` (TRL's ``get_peft_config``), or on ``init_adapter``."""
     from datasets import Dataset
-    from trl import SFTConfig
+    from trl import get_peft_config
 
     from aem_agent.grpo.lm_head import ReplyScoringSFTTrainer
-    from aem_agent.models.bundled import cpu_bf16_supported
 
-    cpu = not torch.cuda.is_available()
-    config = SFTConfig(
-        output_dir=str(settings.output_dir),
-        num_train_epochs=settings.epochs,
-        max_steps=settings.max_steps,
-        learning_rate=settings.learning_rate,
-        per_device_train_batch_size=settings.batch_size,
-        gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        completion_only_loss=True,
-        max_length=None,  # never cut a sample: its reply is at the end
-        shuffle_dataset=True,
-        seed=settings.seed,
-        logging_steps=settings.logging_steps,
-        save_steps=settings.save_steps,
-        save_total_limit=2,
-        report_to="none",
-        use_cpu=cpu,
-        bf16=not cpu or cpu_bf16_supported(),
-        activation_checkpointing=False,  # small models: recomputing costs more than it saves
-        lr_scheduler_type="cosine",
-        warmup_steps=0.05,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
-    )
-    peft_config = None
-    model: Any = str(model_dir)  # a path, or the PEFT model of an adapter trained on
+    settings.model_init_kwargs = model.model_init_kwargs(settings.model_init_kwargs)
+    peft_config = get_peft_config(model)
+    start: Any = str(model_dir)  # a path, or the PEFT model of an adapter trained on
     if settings.init_adapter:
         from peft import PeftModel
         from transformers import AutoModelForCausalLM
 
         base = AutoModelForCausalLM.from_pretrained(model_dir)
-        model = PeftModel.from_pretrained(base, settings.init_adapter, is_trainable=True)
-    elif not settings.full:
-        from aem_envs.core.errors import require
-
-        peft = require("agent", "peft", feature="LoRA fine-tuning (aem sft without --full)")
-        peft_config = peft.LoraConfig(
-            r=settings.lora_r,
-            lora_alpha=settings.lora_alpha,
-            lora_dropout=settings.lora_dropout,
-            target_modules=LORA_TARGETS,
-            task_type="CAUSAL_LM",
-        )
+        start = PeftModel.from_pretrained(base, settings.init_adapter, is_trainable=True)
+        peft_config = None
     return ReplyScoringSFTTrainer(
-        model=model,
-        args=config,
+        model=start,
+        args=settings,
         train_dataset=Dataset.from_list(samples),
         processing_class=tokenizer,
         peft_config=peft_config,

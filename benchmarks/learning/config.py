@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from aem_envs.core.errors import AEMError, DataError
+from aem_envs.core.errors import AEMError
 from aem_envs.core.io import jsonable
+from aem_envs.core.yaml_file import read_settings
 from aem_envs.reply import REPLY_FORMAT
 
 #: The output folder's parts (the layout is drawn in :mod:`benchmarks.learning.experiment`).
@@ -27,14 +28,51 @@ RESULTS_FILE = "results.json"
 TASK_CHECK_FILE = "task-check.json"
 #: Settings the harness owns; a config's ``train`` section may not set them.
 HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_split", "model")
-#: What a config's ``warmup`` section may set (see :func:`benchmarks.learning.start.warm_up`).
-WARMUP_KEYS = ("steps", "batch_size", "learning_rate", "episodes", "seed", "expert_share")
 #: The reply format's tags, kept whole by the tiny tokenizer.
 ACTION_TAGS = (REPLY_FORMAT.action_open, REPLY_FORMAT.action_close)
 
 
 class ExperimentError(AEMError, ValueError):
     """A learning-experiment config is malformed or inconsistent."""
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """The supervised warm-up that makes the start checkpoint (a config's ``warmup:``; see
+    :func:`benchmarks.learning.start.warm_up`). No section, or ``steps: 0``: no warm-up."""
+
+    #: Optimizer steps (0: the start is the model as built).
+    steps: int = 0
+    #: Samples (one turn each) per step.
+    batch_size: int = 32
+    learning_rate: float = 3e-3
+    #: Episodes played to draw the samples from.
+    episodes: int = 256
+    seed: int = 0
+    #: Share of turns labelled with the env's expert action instead of a random admissible
+    #: one (:func:`benchmarks.learning.start.warmup_teacher`).
+    expert_share: float = 0.0
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any]) -> Warmup:
+        """The warm-up of a config's ``warmup:`` mapping, naming the first bad key or value."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ExperimentError(f"unknown warmup key(s) {unknown}; known: {known}")
+        kinds: dict[str, Any] = {f.name: type(f.default) for f in fields(cls)}
+        try:
+            warmup = cls(**{name: kinds[name](value) for name, value in data.items()})
+        except (TypeError, ValueError) as exc:
+            raise ExperimentError(f"warmup: {exc}") from None
+        if not 0.0 <= warmup.expert_share <= 1.0:
+            raise ExperimentError(
+                f"warmup.expert_share={warmup.expert_share} must be between 0 and 1 (the share "
+                "of warm-up turns labelled with the expert's action)"
+            )
+        if min(warmup.steps, warmup.batch_size - 1, warmup.episodes - 1) < 0:
+            raise ExperimentError("warmup.steps must be >= 0, batch_size and episodes >= 1")
+        return warmup
 
 
 @dataclass(frozen=True)
@@ -69,7 +107,7 @@ class LearningConfig:
     eval_temperature: float
     eval_seed: int
     model: dict[str, Any]
-    warmup: dict[str, Any]
+    warmup: Warmup
     train: dict[str, Any]
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -102,21 +140,11 @@ class LearningConfig:
 
 
 def load_config(path: str | os.PathLike[str]) -> LearningConfig:
-    """Read and check an experiment YAML (see ``benchmarks/learning/configs/mechanism.yaml``)."""
-    import yaml
-
-    file = Path(path)
-    if not file.is_file():
-        bundled = Path(__file__).with_name("configs") / file.name
-        if not bundled.is_file():
-            raise DataError(f"learning config {path} does not exist")
-        file = bundled
-    try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise DataError(f"learning config {file} is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise DataError(f"learning config {file} must be a mapping")
+    """Read and check an experiment YAML (see ``benchmarks/learning/configs/mechanism.yaml``);
+    a name that is not a file is one of the bundled ``configs/``."""
+    bundled = Path(__file__).with_name("configs")
+    data = read_settings(path, bundled=bundled, what="learning config")
+    file = Path(path) if Path(path).is_file() else bundled / Path(path).name
     return parse_config(data, source=str(file))
 
 
@@ -160,15 +188,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
             "eval.tasks and eval.episodes both given: use tasks (N tasks spread over the split, "
             "as a suite picks them) or episodes (the first seeds giving distinct tasks)"
         )
-    warmup = dict(data.get("warmup") or {})
-    unknown = sorted(set(warmup) - set(WARMUP_KEYS))
-    if unknown:
-        raise ExperimentError(f"unknown warmup key(s) {unknown}; known: {list(WARMUP_KEYS)}")
-    if not 0.0 <= float(warmup.get("expert_share", 0.0)) <= 1.0:
-        raise ExperimentError(
-            f"warmup.expert_share={warmup['expert_share']} must be between 0 and 1 (the share "
-            "of warm-up turns labelled with the expert's action)"
-        )
+    warmup = Warmup.parse(data.get("warmup") or {})
     model = dict(data.get("model") or {"tiny": {}})
     if len(model) != 1 or next(iter(model)) not in ("tiny", "path"):
         raise ExperimentError("model must be {tiny: {...builder settings}} or {path: DIR}")

@@ -38,7 +38,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -85,10 +85,9 @@ def run_settings(
     return settings
 
 
-def _configure_torch(driver: Mapping[str, Any]) -> None:
+def _configure_torch(threads: int | None) -> None:
     import torch
 
-    threads = driver.get("torch_threads")
     if threads:
         torch.set_num_threads(int(threads))
 
@@ -123,8 +122,9 @@ def run_one(
         return json.loads(done.read_text(encoding="utf-8"))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     ensure_env(config.env_id)
-    train_config, driver = build_config(run_settings(config, algo, seed, run_dir))
-    _configure_torch(driver)
+    setup = build_config(run_settings(config, algo, seed, run_dir))
+    train_config = setup.config
+    _configure_torch(setup.run.torch_threads)
     checkpoint = last_checkpoint(run_dir)
     resume_step = int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
     writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step)
@@ -144,6 +144,7 @@ def run_one(
     trainer = build_trainer(
         train_config,
         start_dir,
+        model=setup.model,
         callbacks=[
             writer.callback(),
             log_line_callback(lambda line: log(f"{tag} {line}")),

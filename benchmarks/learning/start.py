@@ -6,15 +6,15 @@ is nothing to learn from. A few hundred supervised steps on replies of a *unifor
 admissible action teach the format and nothing about which action is right: the model starts
 "valid but random", the state the RL comparison is about. With ``warmup.expert_share`` a
 share of the replies is the env's expert action instead (see :func:`warmup_teacher`). The
-warm-up data are played through
-the same rollout (and so the same prompts, history window and reply prefix) the runs train
-with, built by :func:`aem_agent.grpo.run.build_trainer`.
+warm-up is ``aem sft``'s path (:func:`warm_up`): the teacher's episodes played through the
+rollout the runs train with, its samples, TRL's ``SFTTrainer``.
 
 The checkpoint is built in a scratch folder and renamed into place with ``start.json``
 inside, so a half-built start is never used. Built twice by the same code it is bit-identical
-(seeded; ``tests/benchmarks/test_mechanism.py``); a start committed with older code need not
-rebuild identically (the warm-up's draws and the tokenizer corpus have changed since some
-were made), which is why every run reads the committed ``start/`` rather than rebuilding it.
+(seeded; ``tests/benchmarks/test_mechanism.py``); a start committed with older code does not
+rebuild identically (the warm-up was a hand-written loop drawing its own batches, and the
+tokenizer corpus has changed since some were made), which is why every run reads the
+committed ``start/`` rather than rebuilding it.
 """
 
 from __future__ import annotations
@@ -85,8 +85,8 @@ def task_corpus(config: LearningConfig, *, episodes: int = 200, seed: int = 0) -
 
 
 def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]:
-    """A rollout :data:`aem_agent.rollout.recording.Teacher` replying (:func:`warmup_reply`) with
-    the env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
+    """A rollout :data:`aem_agent.rollout.recording.Teacher` replying (:func:`warmup_reply`)
+    with the env's ``expert_action()`` on an ``expert_share`` of turns and a uniformly random action
     from the env's own admissible list on the rest.
 
     Why the env's list and not the prompt's text: a prompt layout may show the actions in
@@ -118,82 +118,87 @@ def warmup_teacher(seed: int, expert_share: float = 0.0) -> Callable[[Any], str]
 
 
 def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str, Any]:
-    """Supervised steps on random-admissible replies; saves the model back to ``model_dir``.
+    """Supervised steps on the warm-up teacher's replies, by ``aem sft``'s path (its samples,
+    TRL's ``SFTTrainer`` scoring the reply tokens only); saves the model back to ``model_dir``.
 
-    Returns the warm-up's numbers (loss, and the sampled policy's valid and success rates on
-    training tasks) for start.json.
+    The teacher's episodes are played through the rollout the runs train with (and so the
+    same prompts, history window and reply prefix). ``warmup.steps`` optimizer steps of
+    plain AdamW at a constant ``warmup.learning_rate``, without weight decay or gradient
+    clipping, in the runs' precision, on batches of ``warmup.batch_size`` from TRL's shuffled
+    passes over the samples. Returns the warm-up's numbers (sample count, first and last
+    losses) for ``start.json``.
     """
-    import torch
+    from transformers import AutoTokenizer, PrinterCallback
 
-    from aem_agent.grpo.run import build_config, build_trainer
+    from aem_agent.grpo.run import build_config
+    from aem_agent.rollout.groups import MultiTurnRollout
+    from aem_agent.rollout.records import EpisodeSpec
+    from aem_agent.sft.finetune import SFTSettings, build_sft_trainer, sft_model, sft_samples
+
+    warm = config.warmup
+    run = build_config(run_settings(config, "grpo", warm.seed, scratch, save_strategy="no"))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    rollout = MultiTurnRollout.from_config(run.config, tokenizer)
+    specs = [
+        EpisodeSpec(config.env_id, 1_000_000 + warm.seed * 10_000 + i, config.train_split)
+        for i in range(warm.episodes)
+    ]
+    try:
+        episodes = rollout.play(specs, teacher=warmup_teacher(warm.seed, warm.expert_share))
+    finally:
+        rollout.close()
+    samples = sft_samples(episodes, "step")
+    settings = SFTSettings(
+        output_dir=str(scratch / "sft"),
+        max_steps=warm.steps,
+        per_device_train_batch_size=warm.batch_size,
+        gradient_accumulation_steps=1,
+        learning_rate=warm.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        max_grad_norm=0.0,
+        seed=warm.seed,
+        save_strategy="no",
+        logging_steps=1,
+        bf16=run.config.bf16,
+        use_cpu=run.config.use_cpu,
+    )
+    model = sft_model(model_name_or_path=str(model_dir), use_peft=False)
+    trainer = build_sft_trainer(settings, model, model_dir, tokenizer, samples)
+    trainer.remove_callback(PrinterCallback)  # a log line per step; the losses go to start.json
+    trainer.train()
+    losses = [row["loss"] for row in trainer.state.log_history if "loss" in row]
+    trainer.model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    return {
+        "warmup_samples": len(samples),
+        "warmup_loss_first": losses[0] if losses else None,
+        "warmup_loss_last": sum(losses[-10:]) / max(len(losses[-10:]), 1) if losses else None,
+    }
+
+
+def warmup_probe(config: LearningConfig, trainer: Any) -> dict[str, float]:
+    """The warmed-up start's sampled valid-action and success rates on 64 training tasks."""
     from aem_agent.rollout.records import EpisodeSpec
     from aem_agent.rollout.samplers import model_generator
 
-    warm = config.warmup
-    seed = int(warm.get("seed", 0))
-    settings = run_settings(config, "grpo", seed, scratch, save_strategy="no")
-    train_config, _ = build_config(settings)
-    trainer = build_trainer(train_config, model_dir)
-    # What build_trainer made: the tokenizer it loaded, its rollout, the checkpoint's model.
-    tokenizer = cast("PreTrainedTokenizerBase", trainer.processing_class)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)
-    model = cast("PreTrainedModel", trainer.model)
-    try:
-        specs = [
-            EpisodeSpec(config.env_id, 1_000_000 + seed * 10_000 + i, config.train_split)
-            for i in range(int(warm.get("episodes", 256)))
-        ]
-        teacher = warmup_teacher(seed, float(warm.get("expert_share", 0.0)))
-        episodes = rollout.play(specs, teacher=teacher)
-        samples = [(t.prompt_ids, t.reply.ids) for e in episodes for t in e.turns]
-        torch.manual_seed(seed)
-        optimizer = torch.optim.AdamW(
-            model.parameters(), lr=float(warm.get("learning_rate", 3e-3)), weight_decay=0.0
-        )
-        rng = random.Random(seed)
-        batch_size = int(warm.get("batch_size", 32))
-        pad = int(tokenizer.pad_token_id)
-        model.train()
-        losses = []
-        for _ in range(int(warm.get("steps", 200))):
-            batch = rng.sample(samples, min(batch_size, len(samples)))
-            width = max(len(c) + len(r) for c, r in batch)
-            ids = torch.full((len(batch), width), pad)
-            labels = torch.full((len(batch), width), -100)
-            attention = torch.zeros((len(batch), width), dtype=torch.long)
-            for row, (context, reply) in enumerate(batch):
-                seq = [*context, *reply]
-                ids[row, : len(seq)] = torch.tensor(seq)
-                labels[row, len(context) : len(seq)] = torch.tensor(reply)
-                attention[row, : len(seq)] = 1
-            loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss))
-        model.eval()
-        probe = [EpisodeSpec(config.env_id, 2_000_000 + i, config.train_split) for i in range(64)]
-        generation = trainer.generation_config
-        with isolated_rng(seed):
-            played = rollout.play(
-                probe,
-                model_generator(
-                    model, tokenizer, generation, max_new_tokens=train_config.max_turn_tokens
-                ),
-            )
-        turns = [t for e in played for t in e.turns]
-        stats = {
-            "warmup_samples": len(samples),
-            "warmup_loss_first": losses[0] if losses else None,
-            "warmup_loss_last": sum(losses[-10:]) / max(len(losses[-10:]), 1) if losses else None,
-            "sampled_valid_rate": sum(t.action_valid for t in turns) / max(len(turns), 1),
-            "sampled_train_success": sum(e.won for e in played) / len(played),
-        }
-        model.save_pretrained(model_dir)
-        tokenizer.save_pretrained(model_dir)
-    finally:
-        rollout.close()
-    return stats
+    probe = [EpisodeSpec(config.env_id, 2_000_000 + i, config.train_split) for i in range(64)]
+    generate = model_generator(
+        cast("PreTrainedModel", trainer.model),
+        cast("PreTrainedTokenizerBase", trainer.processing_class),
+        trainer.generation_config,
+        max_new_tokens=trainer.args.max_turn_tokens,
+    )
+    with isolated_rng(config.warmup.seed):
+        played = rollout.play(probe, generate)
+    turns = [t for e in played for t in e.turns]
+    return {
+        "sampled_valid_rate": sum(t.action_valid for t in turns) / max(len(turns), 1),
+        "sampled_train_success": sum(e.won for e in played) / len(played),
+    }
 
 
 def build_start(
@@ -225,19 +230,24 @@ def build_start(
         shutil.copytree(resolve_model(str(spec)), model_dir)
     log(f"[start] model in {model_dir}")
     info: dict[str, Any] = {"model": config.model}
-    if int(config.warmup.get("steps", 0)) > 0:
+    if config.warmup.steps > 0:
         info["warmup"] = warm_up(config, model_dir, scratch / "warmup")
-        log(f"[start] warm-up: {info['warmup']}")
-        valid = info["warmup"]["sampled_valid_rate"]
-        if valid < MIN_WARMUP_VALID:
-            raise ExperimentError(
-                f"the warm-up left a start that writes a valid action on {valid:.0%} of its "
-                f"turns (at least {MIN_WARMUP_VALID:.0%} needed): it has not learnt the reply "
-                "format; raise warmup.steps or warmup.learning_rate"
-            )
-    info["heldout"], info["parameters"] = _start_heldout(
-        config, model_dir, scratch / "probe", log=log
-    )
+    trainer = _start_trainer(config, model_dir, scratch / "probe")
+    try:
+        if config.warmup.steps > 0:
+            info["warmup"].update(warmup_probe(config, trainer))
+            log(f"[start] warm-up: {info['warmup']}")
+            valid = info["warmup"]["sampled_valid_rate"]
+            if valid < MIN_WARMUP_VALID:
+                raise ExperimentError(
+                    f"the warm-up left a start that writes a valid action on {valid:.0%} of its "
+                    f"turns (at least {MIN_WARMUP_VALID:.0%} needed): it has not learnt the "
+                    "reply format; raise warmup.steps or warmup.learning_rate"
+                )
+        info["heldout"] = _start_heldout(config, trainer, log=log)
+    finally:
+        cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
+    info["parameters"] = sum(p.numel() for p in trainer.model.parameters())
     info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     info["seconds"] = round(time.perf_counter() - started, 1)
     shutil.rmtree(scratch / "warmup", ignore_errors=True)
@@ -253,27 +263,29 @@ def build_start(
     return info
 
 
-def _start_heldout(
-    config: LearningConfig, model_dir: Path, scratch: Path, *, log: Callable[[str], None]
-) -> tuple[dict[str, float], int]:
-    """Held-out rates of the start checkpoint, scored exactly as the runs score it, and the
-    model's parameter count. A pass of a real model is minutes on CPU: it says how far it is."""
+def _start_trainer(config: LearningConfig, model_dir: Path, scratch: Path) -> Any:
+    """The trainer a run would build on the start (its rollout, tokenizer and sampling): what
+    the start is probed and scored with."""
     from aem_agent.grpo.run import build_config, build_trainer
 
-    train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
-    trainer = build_trainer(train_config, model_dir)
+    run = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
+    return build_trainer(run.config, model_dir)
+
+
+def _start_heldout(
+    config: LearningConfig, trainer: Any, *, log: Callable[[str], None]
+) -> dict[str, float]:
+    """Held-out rates of the start checkpoint, scored exactly as the runs score it. A pass of
+    a real model is minutes on CPU: it says how far it is."""
     cast("MultiTurnRollout", trainer.rollout_func).progress = lambda line: log(f"[start] {line}")
     log(f"[start] scoring {config.eval_episodes} held-out episodes")
     started = time.perf_counter()
-    try:
-        stats = evaluate(
-            trainer,
-            heldout_specs(config),
-            temperature=config.eval_temperature,
-            seed=config.eval_seed,
-            method=config.eval_method,
-        )
-    finally:
-        cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
+    stats = evaluate(
+        trainer,
+        heldout_specs(config),
+        temperature=config.eval_temperature,
+        seed=config.eval_seed,
+        method=config.eval_method,
+    )
     stats["heldout/seconds"] = time.perf_counter() - started
-    return stats, sum(p.numel() for p in trainer.model.parameters())
+    return stats

@@ -43,7 +43,7 @@ def task_check(
     from aem_agent.rollout.records import EpisodeSpec
     from aem_agent.rollout.samplers import model_generator
 
-    train_config, _ = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no"))
+    train_config = build_config(run_settings(config, "grpo", 0, scratch, save_strategy="no")).config
     trainer = build_trainer(train_config, start_dir)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)
     size = int(train_config.num_generations or 1)

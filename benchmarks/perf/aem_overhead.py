@@ -100,7 +100,7 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> Any:
-    from aem_agent.grpo.config import AEMConfig
+    from aem_agent.grpo.config import AEMConfig, AgentModelConfig
     from aem_agent.grpo.run import build_trainer
 
     config = AEMConfig(
@@ -118,11 +118,11 @@ def _trainer(model_dir: Any, env_id: str, output_dir: str, *, quick: bool) -> An
         bf16=False,
         top_k=0,
         seed=0,
-        use_peft=True,  # what aem train does on CPU
         activation_checkpointing=False,
         reply_prefix=REPLY_FORMAT.action_open,
     )
-    return build_trainer(config, model_dir)
+    # LoRA: what aem train does on CPU
+    return build_trainer(config, model_dir, model=AgentModelConfig(use_peft=True))
 
 
 def _time_steps(

@@ -128,8 +128,9 @@ def one_step(
         return timed
 
     rollout_module.trainer_generator = timed_sampler  # this child process only
-    config, _ = build_config(settings)
-    trainer = build_trainer(config, resolve_model(model))
+    setup = build_config(settings)
+    config = setup.config
+    trainer = build_trainer(config, resolve_model(model), model=setup.model)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     play = rollout.play
 

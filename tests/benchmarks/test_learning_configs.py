@@ -22,14 +22,14 @@ CONFIGS = sorted((ROOT / "benchmarks" / "learning" / "configs").glob("*.yaml"))
 def test_shipped_config_builds_its_runs(path: Path, algo: str, tmp_path: Path) -> None:
     config = load_config(path)
     assert config.train_split != config.eval_split
-    train, driver = build_config(run_settings(config, algo, 0, tmp_path))
-    assert driver["algo"] == algo and train.aem_enabled == (algo == "aem")
+    train = build_config(run_settings(config, algo, 0, tmp_path)).config
+    assert train.algo == algo and train.aem_enabled == (algo == "aem")
     assert train.env_ids == [config.env_id]
 
 
 def test_gpu_check_plays_the_papers_batch_shape(tmp_path: Path) -> None:
     config = load_config(ROOT / "benchmarks" / "learning" / "configs" / "gpu-check.yaml")
-    train, _ = build_config(run_settings(config, "aem", 0, tmp_path))
+    train = build_config(run_settings(config, "aem", 0, tmp_path)).config
     assert (train.generation_batch_size // train.num_generations, train.num_generations) == (16, 8)
     assert config.model == {"path": "smollm2"} and train.aem_unit == "turn"
 

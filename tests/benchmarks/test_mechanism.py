@@ -113,8 +113,9 @@ def test_the_task_check_finds_entropy_that_varies_with_the_response(fetch_start,
     from benchmarks.learning.taskcheck import task_check
 
     config, start_dir = fetch_start
-    check = task_check(config, start_dir, tmp_path, groups=6)
-    assert check["units"] >= 6 * 8
+    # 32 groups: 6 left the estimate too noisy for a 0.3 bar (one start: 0.27 at 6, 0.35 at 32)
+    check = task_check(config, start_dir, tmp_path, groups=32)
+    assert check["units"] >= 32 * 8
     assert check["within_group_correlation"] > 0.3
     assert check["first_turn_correlation"] > 0.3
     assert check["hbar_range_median"] > check["gate"]
@@ -134,7 +135,7 @@ def test_exact_success_is_what_sampled_play_converges_to(fetch_start) -> None:
 
     config, start_dir = fetch_start
     settings = run_settings(config, "grpo", 0, start_dir.parent / "x", save_strategy="no")
-    trainer = build_trainer(build_config(settings)[0], start_dir)
+    trainer = build_trainer(build_config(settings).config, start_dir)
     rollout = trainer.rollout_func
     specs = heldout_specs(config)
     exact = exact_success(trainer.model, rollout, specs)
@@ -164,7 +165,7 @@ def test_exact_scoring_refuses_an_env_it_cannot_enumerate(fetch_start) -> None:
     register()
     config, start_dir = fetch_start
     settings = run_settings(config, "grpo", 0, start_dir.parent / "y", save_strategy="no")
-    trainer = build_trainer(build_config(settings)[0], start_dir)
+    trainer = build_trainer(build_config(settings).config, start_dir)
     with pytest.raises(lc.ExperimentError, match="winnable"):
         exact_success(trainer.model, trainer.rollout_func, [EpisodeSpec(PICK, 0, "test")])
     trainer.rollout_func.close()

@@ -42,9 +42,9 @@ def test_missing_optional_dependency_names_the_extra() -> None:
 
 def test_sft_passes_env_kwargs_to_its_envs() -> None:
     from aem_cli.main import build_parser
-    from aem_cli.sft import settings_from_args
+    from aem_cli.sft import settings_of
 
     args = build_parser().parse_args(
         ["sft", "aem/ALFWorld-v0", "--output-dir", "x", "--env-kwargs", '{"expert": "search"}']
     )
-    assert settings_from_args(args).env_kwargs == {"expert": "search"}
+    assert settings_of(args)[0].env_kwargs == {"expert": "search"}

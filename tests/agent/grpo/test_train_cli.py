@@ -10,12 +10,18 @@ import pytest
 import yaml
 
 from aem_agent.grpo.config import ConfigError
-from aem_agent.grpo.run import build_config, load_settings
+from aem_agent.grpo.run import CONFIGS_DIR, build_config
 from aem_agent.policies import load_policy
 from aem_agent.prompts import read_prompt_layout
-from aem_cli.main import main
+from aem_cli.main import build_parser, main
+from aem_cli.train import run_of
+from aem_envs.core.yaml_file import read_settings
 
 CONFIGS = Path(__file__).parents[3] / "aem_agent" / "configs"
+
+
+def load_settings(name: str) -> dict:
+    return read_settings(name, bundled=CONFIGS_DIR, what="training config")
 
 
 def write_settings(tmp_path: Path, env_id: str, model: Path) -> Path:
@@ -93,17 +99,18 @@ def test_resume_without_checkpoint_is_one_clear_error(tmp_path, capsys, doors_en
 
 
 def test_command_line_overrides_yaml(tmp_path) -> None:
-    from aem_cli.main import build_parser
-    from aem_cli.train import settings_from_args
-
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"aem_lambda": 0.5, "max_steps": 9, "env_ids": ["a/B-v0"]}))
+    path.write_text(
+        yaml.safe_dump(
+            {"aem_lambda": 0.5, "max_steps": 9, "env_ids": ["a/B-v0"], "output_dir": "o"}
+        )
+    )
     args = build_parser().parse_args(
         ["train", "c/D-v0", "--config", str(path), "--lam", "2", "--group-size", "4"]
     )
-    settings = settings_from_args(args)
-    assert settings["aem_lambda"] == 2.0 and settings["max_steps"] == 9
-    assert settings["env_ids"] == ["c/D-v0"] and settings["num_generations"] == 4
+    config = run_of(args).config
+    assert config.aem_lambda == 2.0 and config.max_steps == 9
+    assert config.env_ids == ["c/D-v0"] and config.num_generations == 4
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CONFIGS.glob("*.yaml")))
@@ -111,8 +118,8 @@ def test_bundled_configs_are_valid(name: str, tmp_path) -> None:
     settings = load_settings(name)
     settings.setdefault("output_dir", str(tmp_path))
     settings["use_cpu"], settings["bf16"] = True, False  # GPU configs checked on this CPU
-    config, driver = build_config(settings)
-    assert config.max_turns >= 1 and driver["model"]
+    run = build_config(settings)
+    assert run.config.max_turns >= 1 and run.model.model_name_or_path
 
 
 def test_unknown_setting_names_the_key(tmp_path) -> None:
@@ -141,7 +148,7 @@ def test_rollout_gets_every_rollout_setting(
     settings.update(reply_prefix="<action>", output_dir=str(tmp_path / "out"), history_window=3)
     settings["env_ray_address"] = "ray://head:10001"
     with pytest.raises(Stop):
-        train(settings)
+        train(build_config(settings))
     assert seen["reply_prefix"] == "<action>" and seen["history_window"] == 3
     assert seen["ray_address"] == "ray://head:10001"
 
@@ -151,11 +158,8 @@ def test_rollout_gets_every_rollout_setting(
     [([], None), (["--ray"], "local"), (["--ray", "ray://head:10001"], "ray://head:10001")],
 )
 def test_ray_flag_sets_where_the_envs_run(flags: list[str], address: str | None) -> None:
-    from aem_cli.main import build_parser
-    from aem_cli.train import settings_from_args
-
     args = build_parser().parse_args(["train", "a/B-v0", "--output-dir", "o", *flags])
-    assert settings_from_args(args).get("env_ray_address") == address
+    assert run_of(args).config.env_ray_address == address
 
 
 def test_ray_flag_without_ray_installed_is_one_line_naming_the_extra(

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 from transformers import AutoTokenizer
-from trl import GRPOTrainer
+from trl import GRPOTrainer, get_peft_config
 
 from aem_agent.credit.modulation import scope_keys
-from aem_agent.grpo.config import AEMConfig, ConfigError
+from aem_agent.grpo.config import AEMConfig, AgentModelConfig, ConfigError
 from aem_agent.grpo.trainer import (
     SOURCE_EXTRA_FORWARD,
     SOURCE_OLD_POLICY,
@@ -282,13 +282,12 @@ def test_step_layout_with_lora_and_beta_uses_the_base_as_reference(
         doors_env_id,
         rollout_layout="step",
         beta=0.1,
-        use_peft=True,
-        lora_target_modules=["q_proj", "v_proj"],
         max_steps=1,
         learning_rate=5e-2,
     )
-    trainer = make_trainer(tiny_model_dir, config)  # use_peft: the trainer builds the LoRA
-    assert trainer.model.peft_config["default"].r == config.lora_r
+    lora = AgentModelConfig(use_peft=True, lora_target_modules=["q_proj", "v_proj"])
+    trainer = make_trainer(tiny_model_dir, config, peft_config=get_peft_config(lora))
+    assert trainer.model.peft_config["default"].r == lora.lora_r
     out, inputs = batch_out(trainer)
     mask = out["completion_mask"].bool()
     # A fresh LoRA adapter starts as the identity: the reference (adapter off) equals the policy.

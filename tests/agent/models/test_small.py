@@ -87,7 +87,7 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
     tasks it lost before. What 40 steps teach is the reply format and the items' words (a
     random start wins none, the trained one about a fifth, measured); copying the item asked
     for takes longer (``benchmarks/learning/configs/mechanism-warm.yaml``)."""
-    from aem_agent.sft.finetune import SFTSettings, run_sft
+    from aem_agent.sft.finetune import SFTSettings, run_sft, sft_model
     from benchmarks.learning.env import ENV_ID, register
 
     register()
@@ -109,12 +109,10 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
     before, _ = _heldout(start, ENV_ID, kwargs, layout)
     settings = SFTSettings(
         env_ids=[ENV_ID],
-        output_dir=tmp_path / "sft",
-        model=str(start),
-        full=True,
+        output_dir=str(tmp_path / "sft"),
         episodes=64,
         max_steps=40,
-        batch_size=16,
+        per_device_train_batch_size=16,
         gradient_accumulation_steps=1,
         learning_rate=5e-3,
         max_turn_tokens=4,
@@ -123,7 +121,7 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
         save_steps=1000,
         **layout,
     )
-    run_sft(settings)
+    run_sft(settings, sft_model(model_name_or_path=str(start), use_peft=False))
     after, valid = _heldout(tmp_path / "sft", ENV_ID, kwargs, layout)
     assert valid >= 0.5 and after >= before + 0.15, (before, after, valid)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
+from aem_agent.grpo.config import AgentModelConfig
 from aem_agent.policies import load_policy
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import read_prompt_layout
@@ -21,6 +22,7 @@ from aem_agent.sft.finetune import (
     expert_episodes,
     oversample_rare,
     run_sft,
+    sft_model,
     sft_samples,
 )
 from aem_cli.main import main
@@ -32,12 +34,11 @@ def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettin
     values = dict(
         env_ids=[env_id],
         output_dir=str(tmp_path / "sft"),
-        model=str(model),
         episodes=12,
         max_turns=3,
         max_turn_tokens=16,
         reply_prefix="<action>",
-        batch_size=8,
+        per_device_train_batch_size=8,
         gradient_accumulation_steps=1,
         save_steps=1000,
         logging_steps=1,
@@ -45,6 +46,10 @@ def settings(tmp_path: Path, env_id: str, model: Path, **overrides) -> SFTSettin
     )
     values.update(overrides)
     return SFTSettings(**values)
+
+
+def model_of(model: Path, **overrides) -> AgentModelConfig:
+    return sft_model(model_name_or_path=str(model), **overrides)
 
 
 @pytest.mark.parametrize("layout", ["step", "trajectory"])
@@ -133,9 +138,9 @@ def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
 ) -> None:
     assert valid_share(tiny_model_dir, doors_env_id) == 0.0  # random weights: never an action
     config = settings(
-        tmp_path, doors_env_id, tiny_model_dir, full=True, learning_rate=1e-2, epochs=30
+        tmp_path, doors_env_id, tiny_model_dir, learning_rate=1e-2, num_train_epochs=30
     )
-    result = run_sft(config)
+    result = run_sft(config, model_of(tiny_model_dir, use_peft=False))
     out = Path(config.output_dir)
     assert result.won == result.episodes == 12 and result.adapter_dir is None
     with (out / "metrics.csv").open() as handle:
@@ -152,7 +157,7 @@ def test_sft_teaches_the_action_format_and_writes_a_loadable_model(
 
 def test_lora_sft_writes_the_adapter_and_a_merged_model(tiny_model_dir, tmp_path, doors_env_id):
     config = settings(tmp_path, doors_env_id, tiny_model_dir, max_steps=2, episodes=4)
-    result = run_sft(config)
+    result = run_sft(config, model_of(tiny_model_dir))
     assert (result.adapter_dir / "adapter_config.json").is_file()
     assert (result.output_dir / "config.json").is_file()
     assert load_policy(f"hf:{result.output_dir}").reply_prefix == "<action>"
@@ -183,7 +188,8 @@ def test_rare_actions_are_repeated_up_to_the_cap() -> None:
 def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors_env_id) -> None:
     from safetensors.torch import load_file
 
-    first = run_sft(settings(tmp_path / "a", doors_env_id, tiny_model_dir, max_steps=2))
+    model = model_of(tiny_model_dir)
+    first = run_sft(settings(tmp_path / "a", doors_env_id, tiny_model_dir, max_steps=2), model)
     again = settings(
         tmp_path / "b",
         doors_env_id,
@@ -192,7 +198,7 @@ def test_sft_goes_on_training_an_earlier_adapter(tiny_model_dir, tmp_path, doors
         init_adapter=str(first.adapter_dir),
         oversample=3,
     )
-    second = run_sft(again)
+    second = run_sft(again, model)
     before = load_file(first.adapter_dir / "adapter_model.safetensors")
     after = load_file(second.adapter_dir / "adapter_model.safetensors")
     assert before.keys() == after.keys()

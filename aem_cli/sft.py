@@ -31,7 +31,7 @@ from aem_cli.arguments import (
 
 if TYPE_CHECKING:  # the CLI imports the agent (torch, TRL) only when a command runs
     from aem_agent.grpo.config import AgentModelConfig
-    from aem_agent.sft.finetune import SFTSettings
+    from aem_agent.sft.settings import SFTSettings
 
 #: Short flags of TRL fields, kept from before the flags were the dataclasses' own:
 #: flag → (field, checked type).
@@ -71,7 +71,7 @@ def _add_flags(parser: Parser) -> None:
     ``ModelConfig`` as a flag, over ``aem sft``'s model defaults."""
     from aem_agent.grpo.config import AgentModelConfig
     from aem_agent.grpo.run import CONFIGS_DIR
-    from aem_agent.sft.finetune import SFT_MODEL_DEFAULTS, SFTSettings
+    from aem_agent.sft.settings import SFT_MODEL_DEFAULTS, SFTSettings
 
     parser.add_argument(
         "env_id_args", nargs="*", metavar="ENV_ID", help="env id(s) to imitate (sets env_ids)"
@@ -97,7 +97,7 @@ def settings_of(args: argparse.Namespace) -> tuple[SFTSettings, AgentModelConfig
     """The run the parsed command line describes (positional env ids set ``env_ids``)."""
     from aem_agent.grpo.config import AgentModelConfig
     from aem_agent.grpo.run import dataclass_of
-    from aem_agent.sft.finetune import SFTError, SFTSettings
+    from aem_agent.sft.settings import SFTError, SFTSettings
 
     values = vars(args).copy()
     if values.get("env_id_args"):
@@ -111,7 +111,8 @@ def settings_of(args: argparse.Namespace) -> tuple[SFTSettings, AgentModelConfig
 
 
 def run(args: argparse.Namespace) -> int:
-    from aem_agent.sft.finetune import check_settings, run_sft
+    from aem_agent.sft.finetune import run_sft
+    from aem_agent.sft.settings import check_settings
 
     settings, model = settings_of(args)
     check_settings(settings, model)  # one line for a bad split or output dir, before loading

@@ -133,7 +133,8 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
     from aem_agent.grpo.run import build_config
     from aem_agent.rollout.groups import MultiTurnRollout
     from aem_agent.rollout.records import EpisodeSpec
-    from aem_agent.sft.finetune import SFTSettings, build_sft_trainer, sft_model, sft_samples
+    from aem_agent.sft.finetune import build_sft_trainer, sft_samples
+    from aem_agent.sft.settings import SFTSettings, sft_model
 
     warm = config.warmup
     run = build_config(run_settings(config, "grpo", warm.seed, scratch, save_strategy="no"))

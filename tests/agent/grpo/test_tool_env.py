@@ -37,7 +37,8 @@ from aem_agent.grpo.tool_env import (
     reply_turns,
     tool_dataset,
 )
-from aem_agent.grpo.trainer import AEMGRPOTrainer, run_turn_ids
+from aem_agent.grpo.trainer import AEMGRPOTrainer
+from aem_agent.grpo.trajectory_layout import run_turn_ids
 from aem_agent.models.tiny import build_tiny_model
 from aem_envs.alfworld.env import ALFWorldEnv
 from aem_envs.core.errors import AEMError

@@ -87,7 +87,8 @@ def test_sft_on_the_train_split_raises_heldout_success(tmp_path: Path) -> None:
     tasks it lost before. What 40 steps teach is the reply format and the items' words (a
     random start wins none, the trained one about a fifth, measured); copying the item asked
     for takes longer (``benchmarks/learning/configs/mechanism-warm.yaml``)."""
-    from aem_agent.sft.finetune import SFTSettings, run_sft, sft_model
+    from aem_agent.sft.finetune import run_sft
+    from aem_agent.sft.settings import SFTSettings, sft_model
     from benchmarks.learning.env import ENV_ID, register
 
     register()

@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 from aem_agent.grpo.config import AEMConfig
 from aem_agent.rollout.groups import MultiTurnRollout
 from aem_agent.rollout.records import Episode, EpisodeSpec
-from aem_agent.sft.finetune import expert_teacher
+from aem_agent.sft.demonstrations import expert_teacher
 from aem_envs.vector import LOCAL, RayEnv
 from tests.agent.rollout.test_groups import ScriptedGenerator
 

@@ -15,16 +15,9 @@ from aem_agent.policies import load_policy
 from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import read_prompt_layout
 from aem_agent.rollout.groups import MultiTurnRollout
-from aem_agent.sft.finetune import (
-    SFTError,
-    SFTSettings,
-    check_settings,
-    expert_episodes,
-    oversample_rare,
-    run_sft,
-    sft_model,
-    sft_samples,
-)
+from aem_agent.sft.demonstrations import oversample_rare
+from aem_agent.sft.finetune import expert_episodes, run_sft, sft_samples
+from aem_agent.sft.settings import SFTError, SFTSettings, check_settings, sft_model
 from aem_cli.main import main
 
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")

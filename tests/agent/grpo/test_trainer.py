@@ -12,12 +12,8 @@ from trl import GRPOTrainer, get_peft_config
 
 from aem_agent.credit.modulation import scope_keys
 from aem_agent.grpo.config import AEMConfig, AgentModelConfig, ConfigError
-from aem_agent.grpo.trainer import (
-    SOURCE_EXTRA_FORWARD,
-    SOURCE_OLD_POLICY,
-    SOURCE_SAMPLER,
-    AEMGRPOTrainer,
-)
+from aem_agent.grpo.step_layout import SOURCE_EXTRA_FORWARD, SOURCE_OLD_POLICY, SOURCE_SAMPLER
+from aem_agent.grpo.trainer import AEMGRPOTrainer
 from aem_agent.rollout.groups import MultiTurnRollout
 from aem_agent.rollout.records import task_dataset
 from aem_agent.rollout.samplers import model_generator

@@ -142,7 +142,8 @@ def test_entropies_come_from_trls_old_policy_forward(tiny_model_dir, tmp_path) -
     from datasets import Dataset
     from transformers import AutoTokenizer
 
-    from aem_agent.grpo.trainer import SOURCE_OLD_POLICY, AEMGRPOTrainer
+    from aem_agent.grpo.step_layout import SOURCE_OLD_POLICY
+    from aem_agent.grpo.trainer import AEMGRPOTrainer
     from tests.agent.grpo.test_trainer import make_config, reply_reward
 
     config = make_config(tmp_path, "unused/Env-v0", max_completion_length=8, num_iterations=2)

@@ -197,9 +197,17 @@ def warm_up(config: LearningConfig, model_dir: Path, scratch: Path) -> dict[str,
 
 
 def build_start(
-    config: LearningConfig, start_dir: Path, *, log: Callable[[str], None] = print
+    config: LearningConfig,
+    start_dir: Path,
+    *,
+    log: Callable[[str], None] = print,
+    score_heldout: bool = True,
 ) -> dict[str, Any]:
-    """Build (once) the start checkpoint in ``start_dir``; return its ``start.json``."""
+    """Build (once) the start checkpoint in ``start_dir``; return its ``start.json``.
+
+    ``score_heldout=False`` leaves the held-out score out: a candidate start is chosen on the
+    training split alone (:mod:`benchmarks.learning.startsearch`), so it is never computed.
+    """
     marker = start_dir / START_MARKER
     if marker.is_file():
         return json.loads(marker.read_text(encoding="utf-8"))
@@ -235,10 +243,11 @@ def build_start(
                 f"turns (at least {MIN_WARMUP_VALID:.0%} needed): it has not learnt the reply "
                 "format; raise warmup.steps or warmup.learning_rate"
             )
-    info["heldout"], info["parameters"] = _start_heldout(
-        config, model_dir, scratch / "probe", log=log
-    )
-    info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
+    if score_heldout:
+        info["heldout"], info["parameters"] = _start_heldout(
+            config, model_dir, scratch / "probe", log=log
+        )
+        info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     info["seconds"] = round(time.perf_counter() - started, 1)
     shutil.rmtree(scratch / "warmup", ignore_errors=True)
     shutil.rmtree(scratch / "probe", ignore_errors=True)
@@ -249,7 +258,7 @@ def build_start(
     if start_dir.exists():  # a start without its marker is a leftover: replace it
         shutil.rmtree(start_dir)
     scratch.rename(start_dir)
-    log(f"[start] ready: held-out success {info['heldout_success']:.3f}")
+    log(f"[start] ready: held-out success {info.get('heldout_success', 'not scored')}")
     return info
 
 

@@ -85,7 +85,8 @@ def run_settings(
     return settings
 
 
-def _configure_torch(driver: Mapping[str, Any]) -> None:
+def configure_torch(driver: Mapping[str, Any]) -> None:
+    """Apply the driver's ``torch_threads`` (a run on a shared machine keeps to its share)."""
     import torch
 
     threads = driver.get("torch_threads")
@@ -124,7 +125,7 @@ def run_one(
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     ensure_env(config.env_id)
     train_config, driver = build_config(run_settings(config, algo, seed, run_dir))
-    _configure_torch(driver)
+    configure_torch(driver)
     checkpoint = last_checkpoint(run_dir)
     resume_step = int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
     writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 import yaml
 
 from benchmarks.learning.config import START_DIR, ExperimentError, LearningConfig, parse_config
-from benchmarks.learning.experiment import run_settings
+from benchmarks.learning.experiment import configure_torch, run_settings
 from benchmarks.learning.heldout import ensure_env, evaluate
 
 if TYPE_CHECKING:
@@ -132,14 +132,15 @@ def _trainer(
     seed: int = 0,
     **overrides: Any,
 ) -> tuple[Any, list[Any]]:
+    """A trainer from the start with one run's settings (as the grid builds it), and the
+    scored training tasks."""
     from aem_agent.episodes import EpisodeSpec
     from aem_agent.train import build_config, build_trainer
-    from benchmarks.learning.experiment import _configure_torch
 
     ensure_env(config.env_id)
     settings = run_settings(config, algo, seed, scratch, save_strategy="no", **overrides)
     train_config, driver = build_config(settings)
-    _configure_torch(driver)
+    configure_torch(driver)
     trainer = build_trainer(train_config, start_dir)
     specs = [EpisodeSpec(config.env_id, _SEED_BASE + i, config.train_split) for i in range(tasks)]
     return trainer, specs

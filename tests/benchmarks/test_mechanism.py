@@ -297,3 +297,28 @@ def test_the_dose_response_takes_the_arms_that_differ_in_lambda_alone(tmp_path) 
     path = plot_dose(results, tmp_path / "dose.png")
     assert path is not None and path.read_bytes().startswith(b"\x89PNG")
     assert "(plots/dose.png)" in markdown_report({**results, "experiment": "x", "summary": []})
+
+
+def test_the_docs_start_choice_is_the_committed_search_and_the_grids_start() -> None:
+    """docs/mechanism-fetch2.md's chosen row is the committed start search, and that search
+    measured the very start the grid trained from (the same task check, number for number)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    results = root / "benchmarks/learning/results/mechanism-fetch2"
+    search = json.loads((results / "start-search-w300.json").read_text())
+    assert search["task_check"] == json.loads((results / "task-check.json").read_text())
+    check = search["task_check"]
+    row = next(
+        line
+        for line in (root / "docs/mechanism-fetch2.md").read_text().splitlines()
+        if line.startswith("| **300 warm-up steps**")
+    )
+    cells = [cell.strip("* ") for cell in row.strip("|").split("|")]
+    assert cells[1:] == [
+        f"{100 * search['train_greedy']:.1f} %",
+        f"{100 * search['train_sampled']:.1f} %",
+        f"{check['within_group_correlation']:.2f}",
+        f"{check['hbar_range_median']:.3f}",
+        f"{100 * check['gated_share']:.0f} %",
+    ]

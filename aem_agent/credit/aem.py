@@ -49,7 +49,8 @@ class AEM:
     batch, as ablations) and ``shuffle`` permutes α within each scope (the shuffled-α
     ablation), drawn from ``seed`` and the batch's entropies so that every process, holding
     the same gathered batch, draws the same permutation. Each turn's H̄, α and the advantage
-    it was applied to are returned in :attr:`Credit.units` (``aem/*``) for measuring the
+    it was applied to are returned in :attr:`Credit.units` (``aem/*``; α there is the weight
+    applied, 1 for an observer or at λ = 0) for measuring the
     mechanism (``benchmarks/learning/drift.py``).
     """
 
@@ -96,13 +97,16 @@ class AEM:
         metrics["aem/positive_advantage_share"] = (
             float(positive.double().mean()) if len(positive) else 0.0
         )
+        applied = self.apply and self.lam != 0
+        # The unit record holds the weight the advantage was multiplied by (1 where AEM only
+        # observes): the drift law predicts from what the update used, not from the logged α.
         units = {
             "aem/entropy": hbar[owner],
-            "aem/alpha": alpha[owner],
+            "aem/alpha": alpha[owner] if applied else torch.ones_like(advantage),
             "aem/advantage": advantage,
             "aem/valid": valid[owner],
         }
-        if not self.apply or self.lam == 0:
+        if not applied:
             return Credit(batch.advantage, metrics, units)
         return Credit(alpha[owner] * advantage, metrics, units)
 

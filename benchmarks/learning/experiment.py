@@ -85,7 +85,8 @@ def run_settings(
     return settings
 
 
-def _configure_torch(threads: int | None) -> None:
+def configure_torch(threads: int | None) -> None:
+    """Apply a run's ``torch_threads`` (a run on a shared machine keeps to its share)."""
     import torch
 
     if threads:
@@ -124,7 +125,7 @@ def run_one(
     ensure_env(config.env_id)
     setup = build_config(run_settings(config, algo, seed, run_dir))
     train_config = setup.config
-    _configure_torch(setup.run.torch_threads)
+    configure_torch(setup.run.torch_threads)
     checkpoint = last_checkpoint(run_dir)
     resume_step = int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
     writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step)

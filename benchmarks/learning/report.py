@@ -22,6 +22,7 @@ from aem_envs.core.io import atomic_write_bytes, atomic_write_text
 PLOTS_DIR = "plots"
 CURVES_PNG = "curves.png"
 DRIFT_PNG = "drift.png"
+DOSE_PNG = "dose.png"
 #: Panels of the curves figure: (title, how to get a (step, value) series from a run).
 PANELS: tuple[tuple[str, str], ...] = (
     ("held-out success", "heldout/success_rate"),
@@ -183,11 +184,7 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
         f"smoothed over {SMOOTH} steps)",
         fontsize=10,
     )
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
-    plt.close(figure)
-    return atomic_write_bytes(path, buffer.getvalue())
+    return _save_png(figure, path)
 
 
 def _scoring(config: Mapping[str, Any]) -> str:
@@ -282,6 +279,8 @@ def _optional_sections(results: Mapping[str, Any]) -> list[str]:
             paired_table(paired),
             "",
         ]
+        if len(lambda_arms(results)) > 1:
+            lines += [f"![dose-response]({PLOTS_DIR}/{DOSE_PNG})", ""]
     drift = (results.get("drift") or {}).get("all") or {}
     if drift.get("steps"):
         lines += [
@@ -360,6 +359,72 @@ def plot_drift(results: Mapping[str, Any], path: Path) -> Path | None:
     axis.set_xlabel("predicted: mean α·A·(S̄ − H̄)")
     axis.set_ylabel("measured: mean ΔH̄ after the update")
     axis.set_title(f"{results['experiment']}: {len(points)} steps", fontsize=10)
+    return _save_png(figure, path)
+
+
+def lambda_arms(results: Mapping[str, Any]) -> dict[str, float]:
+    """Arm name → λ of the arms that differ from plain GRPO in λ alone (the dose-response):
+    GRPO itself is λ = 0; an arm with any other setting (an ablation, a rival) is left out."""
+    doses = {}
+    for name, arm in (results["config"].get("arms") or {}).items():
+        train = arm.get("train") or {}
+        if arm["algo"] == "grpo" and not train:
+            doses[name] = 0.0
+        elif arm["algo"] == "aem" and set(train) == {"aem_lambda"}:
+            doses[name] = float(train["aem_lambda"])
+    return doses
+
+
+def plot_dose(results: Mapping[str, Any], path: Path) -> Path | None:
+    """Two panels over the λ arms: the final held-out success minus the baseline's, seed by
+    seed (mean and 95 % interval), against λ; and each λ's mean entropy curve."""
+    doses = lambda_arms(results)
+    paired = {p["arm"]: p for p in results.get("paired") or [] if p["n"]}
+    if len(doses) < 2 or not paired:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for index, (arm, dose) in enumerate(sorted(doses.items(), key=lambda item: item[1])):
+        colour = f"C{index}"  # one colour per λ in both panels
+        row = paired.get(arm)
+        if row is not None:
+            low = row["low"] if row["low"] is not None else row["mean"]
+            high = row["high"] if row["high"] is not None else row["mean"]
+            error = [[100 * (row["mean"] - low)], [100 * (high - row["mean"])]]
+            left.errorbar([dose], [100 * row["mean"]], yerr=error, fmt="o", capsize=4, color=colour)
+            left.annotate(
+                f"n={row['n']}",
+                (dose, 100 * row["mean"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+        runs = [r for r in results["runs"] if r["algo"] == arm and r["status"] != "pending"]
+        steps, means, _ = mean_curve(runs, "aem/entropy_mean")
+        if steps:
+            label = f"λ = {dose:g} (n={len(runs)})"
+            right.plot(steps, _smooth(means, SMOOTH), lw=2, color=colour, label=label)
+    left.axhline(0, color="grey", lw=0.8)
+    left.set_xlabel("λ (0: GRPO; −1: reversed α)")
+    left.set_ylabel(f"final held-out success − {results['paired'][0]['baseline'].upper()} (points)")
+    left.set_title("dose-response: paired difference, 95 % interval", fontsize=10)
+    right.set_xlabel("step")
+    right.set_ylabel("mean token entropy (nats)")
+    right.set_title(f"entropy by λ (mean over seeds, smoothed over {SMOOTH} steps)", fontsize=10)
+    right.legend(fontsize=8)
+    for axis in (left, right):
+        axis.grid(alpha=0.3)
+    return _save_png(figure, path)
+
+
+def _save_png(figure: Any, path: Path) -> Path:
+    """Lay out, write atomically and close one report figure."""
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=90)
@@ -386,6 +451,7 @@ def write_report(out: Path, results: Mapping[str, Any]) -> dict[str, Path]:
     """Write report.md, report.html, table.md and plots/curves.png into ``out``."""
     png_path = plot_curves(results, out / PLOTS_DIR / CURVES_PNG)
     plot_drift(results, out / PLOTS_DIR / DRIFT_PNG)
+    plot_dose(results, out / PLOTS_DIR / DOSE_PNG)
     text = markdown_report(results)
     paths = {
         "markdown": atomic_write_text(out / "report.md", text),

@@ -203,9 +203,17 @@ def warmup_probe(config: LearningConfig, trainer: Any) -> dict[str, float]:
 
 
 def build_start(
-    config: LearningConfig, start_dir: Path, *, log: Callable[[str], None] = print
+    config: LearningConfig,
+    start_dir: Path,
+    *,
+    log: Callable[[str], None] = print,
+    score_heldout: bool = True,
 ) -> dict[str, Any]:
-    """Build (once) the start checkpoint in ``start_dir``; return its ``start.json``."""
+    """Build (once) the start checkpoint in ``start_dir``; return its ``start.json``.
+
+    ``score_heldout=False`` leaves the held-out score out: a candidate start is chosen on the
+    training split alone (:mod:`benchmarks.learning.startsearch`), so it is never computed.
+    """
     marker = start_dir / START_MARKER
     if marker.is_file():
         return json.loads(marker.read_text(encoding="utf-8"))
@@ -245,11 +253,12 @@ def build_start(
                     f"turns (at least {MIN_WARMUP_VALID:.0%} needed): it has not learnt the "
                     "reply format; raise warmup.steps or warmup.learning_rate"
                 )
-        info["heldout"] = _start_heldout(config, trainer, log=log)
+        if score_heldout:
+            info["heldout"] = _start_heldout(config, trainer, log=log)
+            info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     finally:
         cast("MultiTurnRollout", trainer.rollout_func).close()  # the one the trainer built
     info["parameters"] = sum(p.numel() for p in trainer.model.parameters())
-    info["heldout_success"] = info["heldout"][HELDOUT_KEYS[0]]
     info["seconds"] = round(time.perf_counter() - started, 1)
     shutil.rmtree(scratch / "warmup", ignore_errors=True)
     shutil.rmtree(scratch / "probe", ignore_errors=True)
@@ -260,7 +269,7 @@ def build_start(
     if start_dir.exists():  # a start without its marker is a leftover: replace it
         shutil.rmtree(start_dir)
     scratch.rename(start_dir)
-    log(f"[start] ready: held-out success {info['heldout_success']:.3f}")
+    log(f"[start] ready: held-out success {info.get('heldout_success', 'not scored')}")
     return info
 
 

@@ -186,6 +186,43 @@ def test_a_start_rebuilds_bit_identical(fetch_start, tmp_path) -> None:
         assert (tmp_path / lc.START_DIR / name).read_bytes() == (start_dir / name).read_bytes()
 
 
+# ---------------------------------------------------------------------------- the start search
+def test_start_search_overrides_set_nested_keys_and_name_a_bad_one() -> None:
+    from benchmarks.learning.startsearch import with_overrides
+
+    base = {"warmup": {"steps": 250}, "env": {"kwargs": {"n_wanted": 3}}}
+    data = with_overrides(base, ["warmup.steps=300", "env.kwargs.n_wanted=2", "train.x=[1, 2]"])
+    assert data == {
+        "warmup": {"steps": 300},
+        "env": {"kwargs": {"n_wanted": 2}},
+        "train": {"x": [1, 2]},
+    }
+    assert base["warmup"]["steps"] == 250  # the config it started from is untouched
+    with pytest.raises(lc.ExperimentError, match=r"section\.key=value"):
+        with_overrides(base, ["warmup.steps"])
+    with pytest.raises(lc.ExperimentError, match="not a section"):
+        with_overrides(base, ["warmup.steps.x=1"])
+
+
+@pytest.mark.slow  # builds a tiny start (about 30 s on one core)
+def test_a_searched_start_is_the_grids_start_and_never_scores_heldout(fetch_start, tmp_path):
+    """The candidate is built bit for bit as the grid builds its start, without a held-out
+    score; its short run starts from exactly the training success the search measured."""
+    from benchmarks.learning.start import build_start
+    from benchmarks.learning.startsearch import short_run, train_success
+
+    config, start_dir = fetch_start
+    start = build_start(config, tmp_path / lc.START_DIR, log=lambda _: None, score_heldout=False)
+    assert "heldout" not in start and "heldout_success" not in start
+    for name in ("model.safetensors", "tokenizer.json"):
+        assert (tmp_path / lc.START_DIR / name).read_bytes() == (start_dir / name).read_bytes()
+    measured = train_success(config, start_dir, tmp_path / "a", tasks=3)
+    assert 0.0 <= measured["train_sampled"] <= 1.0 and 0.0 <= measured["train_greedy"] <= 1.0
+    run = short_run(config, start_dir, tmp_path / "b", steps=1, tasks=3)
+    assert run["train_sampled_before"] == pytest.approx(measured["train_sampled"], abs=1e-9)
+    assert len(run["curve_success"]) == 1 and run["algo"] == "grpo"
+
+
 # ---------------------------------------------------------------------------- the grid
 def test_arms_have_their_own_seeds_and_settings(tmp_path) -> None:
     config = fetch_experiment()
@@ -233,3 +270,56 @@ def test_paired_differences_pair_seeds_and_give_a_t_interval() -> None:
     half = 4.303 * 0.1 / 3**0.5  # t(0.975, 2 df) · s / √n
     assert (row["low"], row["high"]) == pytest.approx((0.2 - half, 0.2 + half))
     assert mean_interval([0.3])["low"] is None
+
+
+def test_the_dose_response_takes_the_arms_that_differ_in_lambda_alone(tmp_path) -> None:
+    from benchmarks.learning.report import lambda_arms, markdown_report, plot_dose
+
+    config = fetch_experiment(
+        arms={
+            "grpo": {"algo": "grpo"},
+            "aem-lam1": {"train": {"aem_lambda": 1.0}},
+            "aem-reversed": {"train": {"aem_lambda": -1.0}},
+            "aem-shuffled": {"train": {"aem_lambda": 1.0, "aem_shuffle": True}},
+            "grpo-entropy": {"algo": "grpo", "train": {"entropy_coef": 0.01}},
+        }
+    )
+    results = {"config": config.to_dict(), "runs": [], "paired": []}
+    assert lambda_arms(results) == {"grpo": 0.0, "aem-lam1": 1.0, "aem-reversed": -1.0}
+    assert plot_dose(results, tmp_path / "dose.png") is None  # no finished pair yet
+    curve = {"aem/entropy_mean": [[1, 0.3], [2, 0.2]]}
+    results["runs"] = [
+        {"name": f"{a}-seed0", "algo": a, "seed": 0, "status": "done", "curves": curve}
+        for a in ("grpo", "aem-lam1")
+    ]
+    results["paired"] = [
+        {"arm": "aem-lam1", "baseline": "grpo", "n": 2, "mean": 0.1, "low": -0.05, "high": 0.25}
+    ]
+    path = plot_dose(results, tmp_path / "dose.png")
+    assert path is not None and path.read_bytes().startswith(b"\x89PNG")
+    assert "(plots/dose.png)" in markdown_report({**results, "experiment": "x", "summary": []})
+
+
+def test_the_docs_start_choice_is_the_committed_search_and_the_grids_start() -> None:
+    """docs/mechanism-fetch2.md's chosen row is the committed start search, and that search
+    measured the very start the grid trained from (the same task check, number for number)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    results = root / "benchmarks/learning/results/mechanism-fetch2"
+    search = json.loads((results / "start-search-w300.json").read_text())
+    assert search["task_check"] == json.loads((results / "task-check.json").read_text())
+    check = search["task_check"]
+    row = next(
+        line
+        for line in (root / "docs/mechanism-fetch2.md").read_text().splitlines()
+        if line.startswith("| **300 warm-up steps**")
+    )
+    cells = [cell.strip("* ") for cell in row.strip("|").split("|")]
+    assert cells[1:] == [
+        f"{100 * search['train_greedy']:.1f} %",
+        f"{100 * search['train_sampled']:.1f} %",
+        f"{check['within_group_correlation']:.2f}",
+        f"{check['hbar_range_median']:.3f}",
+        f"{100 * check['gated_share']:.0f} %",
+    ]

@@ -78,6 +78,21 @@ def test_the_aem_estimator_equals_aem_on_bare_tensors() -> None:
     assert credit.metrics["aem/units"] == 5
 
 
+@pytest.mark.parametrize("aem", [AEM(apply=False, min_range=0.0), AEM(lam=0.0, min_range=0.0)])
+def test_aem_that_only_observes_records_the_weight_it_applied(aem: AEM) -> None:
+    """An observer (a GRPO run's) or λ = 0 leaves the advantage alone and records α = 1 per
+    unit, the weight the update used (the drift law predicts from it)."""
+    rows, entropies = step_rows()
+    batch = local_turns(rows, rows.units(), entropies=entropies)
+    credit = aem(batch)
+    assert torch.equal(credit.advantage, batch.advantage)
+    assert torch.equal(credit.units["aem/alpha"], torch.ones(len(batch), dtype=torch.float64))
+    if aem.lam != 0:  # the observer still logs the α it would have applied
+        assert credit.metrics["aem/alpha_max"] > credit.metrics["aem/alpha_min"]
+    applied = AEM(min_range=0.0)(batch)
+    assert torch.allclose(applied.advantage, applied.units["aem/alpha"] * batch.advantage.double())
+
+
 def test_per_token_advantages_only_where_a_row_holds_turns_that_differ() -> None:
     rows, entropies = trajectory_rows()
     units = rows.units()

@@ -127,14 +127,17 @@ def test_warm_start_numbers_are_the_committed_results(
 
 
 def test_readme_fetch_numbers_are_the_committed_results() -> None:
-    fetch = ROOT / "benchmarks/learning/results/mechanism-fetch"
+    fetch = ROOT / "benchmarks/learning/results/mechanism-fetch2"
     check = json.loads((fetch / "task-check.json").read_text())
-    paired = next(
-        row
+    paired = {
+        row[0]: row
         for row in _table_rows((fetch / "report.md").read_text())
-        if row[0] == "AEM-LAM1" and row[2].startswith("[")
-    )
+        if row[0].startswith("AEM-LAM") and row[2].startswith("[")
+    }
+    finals = {row[0]: row[1] for row in _table_rows((fetch / "table.md").read_text())}
     text = " ".join(_section("Does it learn?").split()).replace("−", "-")
     assert f"within-group correlation of {check['within_group_correlation']:.2f}" in text
-    low, high = paired[2].strip("[]").split(", ")
-    assert f"λ = 1 against GRPO is {paired[1]} points [{low}, {high}]" in text
+    assert f"held-out {finals['start checkpoint']} % → GRPO {finals['GRPO'].split(' ')[0]} %" in text
+    one, two = paired["AEM-LAM1"], paired["AEM-LAM2"]
+    assert f"λ = 1 against GRPO is {one[1]} points {one[2]}" in text
+    assert f"λ = 2 is {two[1]} {two[2]}" in text

@@ -20,12 +20,12 @@ Samples (``layout``):
 
 Loss is on reply tokens only: samples are pre-tokenised ``input_ids`` with a
 ``completion_mask`` and TRL's ``completion_only_loss``, so TRL's ``labels`` are -100 on every
-context and observation token. What a run leaves in ``output_dir``: the merged model as an
-ordinary Hugging Face checkpoint (``aem train --model DIR``, ``aem bench --policy hf:DIR``),
-with LoRA the adapter alone in ``adapter/`` (a few MB), ``aem-prompt.json`` (the prompt layout
-the model was trained on, which :class:`aem_agent.policies.hf.HFPolicy` reads),
-``aem-sft.json`` (settings and data statistics), ``metrics.csv`` and ``checkpoint-*``
-(``resume=True`` continues from the newest).
+context and observation token (``prompt_loss`` scores them too). What a run leaves in
+``output_dir``: the merged model as an ordinary Hugging Face checkpoint (``aem train --model
+DIR``, ``aem bench --policy hf:DIR``), with LoRA the adapter alone in ``adapter/`` (a few MB),
+``aem-prompt.json`` (the prompt layout the model was trained on, which
+:class:`aem_agent.policies.hf.HFPolicy` reads), ``aem-sft.json`` (settings and data
+statistics), ``metrics.csv`` and ``checkpoint-*`` (``resume=True`` continues from the newest).
 """
 
 from __future__ import annotations
@@ -84,6 +84,10 @@ class SFTSettings(PromptSettings):
     split: str = TRAIN_SPLIT
     seed: int = 0
     full: bool = False
+    #: Score the prompt tokens too, not only the replies (TRL's ``completion_only_loss`` off):
+    #: a model trained from scratch learns to read the env's text (and to copy a place or an
+    #: item from it) from every token of a sample instead of the dozen of its reply.
+    prompt_loss: bool = False
     #: Repeat each step sample whose action verb (``take``, ``open``...) is rarer than the most
     #: common one up to this many times (1: off): see :func:`oversample_rare`.
     oversample: int = 1
@@ -341,7 +345,7 @@ def build_sft_trainer(
         learning_rate=settings.learning_rate,
         per_device_train_batch_size=settings.batch_size,
         gradient_accumulation_steps=settings.gradient_accumulation_steps,
-        completion_only_loss=True,
+        completion_only_loss=not settings.prompt_loss,
         max_length=None,  # never cut a sample: its reply is at the end
         shuffle_dataset=True,
         seed=settings.seed,

@@ -100,6 +100,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--full", action="store_true", help="train all weights instead of LoRA")
     parser.add_argument(
+        "--prompt-loss",
+        action="store_true",
+        help="score the prompt tokens too, not only the replies (a model trained from scratch "
+        "learns to read the env's text)",
+    )
+    parser.add_argument(
         "--oversample",
         type=positive_int,
         default=defaults.oversample,
@@ -158,6 +164,7 @@ def settings_from_args(args: argparse.Namespace) -> SFTSettings:
         split=args.split,
         seed=args.seed,
         full=args.full,
+        prompt_loss=args.prompt_loss,
         oversample=args.oversample,
         init_adapter=args.init_adapter,
         lora_r=args.lora_r,

@@ -232,3 +232,15 @@ def test_sft_output_plays_the_smoke_suite_through_aem_bench(tiny_model_dir, tmp_
     }
     assert results["policies"] == [{"name": f"hf:{sft_out}", "model": True}]
     assert results["errors"] == [] and results["finished_episodes"] == 4
+
+
+@pytest.mark.parametrize("prompt_loss", [False, True])
+def test_prompt_loss_scores_the_prompt_tokens_too(tiny_model_dir, tmp_path, prompt_loss) -> None:
+    from aem_agent.sft import build_sft_trainer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    rows = [{"input_ids": [5, 6, 7, 8, 9], "completion_mask": [0, 0, 0, 1, 1]}]
+    config = settings(tmp_path, "unused", tiny_model_dir, full=True, prompt_loss=prompt_loss)
+    trainer = build_sft_trainer(config, tiny_model_dir, tokenizer, rows)
+    labels = trainer.train_dataset[0]["labels"]
+    assert labels == ([5, 6, 7, 8, 9] if prompt_loss else [-100, -100, -100, 8, 9])

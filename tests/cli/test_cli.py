@@ -48,3 +48,12 @@ def test_sft_passes_env_kwargs_to_its_envs() -> None:
         ["sft", "aem/ALFWorld-v0", "--output-dir", "x", "--env-kwargs", '{"expert": "search"}']
     )
     assert settings_from_args(args).env_kwargs == {"expert": "search"}
+
+
+def test_sft_prompt_loss_flag_reaches_its_settings() -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.sft import settings_from_args
+
+    base = ["sft", "aem/ALFWorld-v0", "--output-dir", "x"]
+    assert settings_from_args(build_parser().parse_args([*base, "--prompt-loss"])).prompt_loss
+    assert not settings_from_args(build_parser().parse_args(base)).prompt_loss

@@ -59,6 +59,8 @@ def measure(quick: bool = False) -> list[dict[str, Any]]:
                 step["wall_s"] / max(step["turns"], 1),
                 None,
                 "s",
+                f"CPU {step['cpu_s'] / max(step['turns'], 1):.3f} s per turn (the wall time "
+                "counts other jobs on a shared core); "
                 f"sampling {step['generate_s'] / step['wall_s']:.0%}, envs and prompts "
                 f"{(step['rollout_s'] - step['generate_s']) / step['wall_s']:.0%}, update "
                 f"{step['update_s'] / step['wall_s']:.0%} of the step",

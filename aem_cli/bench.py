@@ -198,10 +198,11 @@ def run_learning(args: argparse.Namespace) -> int:
     out = args.out or DEFAULT_OUT / config.name
     if args.status:
         from benchmarks.learning.collect import write_results
-        from benchmarks.learning.status import format_status, run_status
+        from benchmarks.learning.status import format_status, run_status, start_status
 
         if not out.is_dir():
             raise AEMError(f"--out {out} holds no grid yet; start it without --status")
+        print(start_status(out))
         print(format_status(run_status(config, out), config.train.get("max_steps")), end="")
         paths = write_report(out, write_results(out, config))
         print(f"results: {out / 'results.json'}\nreport:  {paths['markdown']}")

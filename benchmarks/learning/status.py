@@ -18,7 +18,14 @@ from pathlib import Path
 
 from aem_envs.core.io import atomic_write_json
 from benchmarks.learning.collect import last_value, read_metrics
-from benchmarks.learning.config import DONE_MARKER, RUNS_DIR, LearningConfig
+from benchmarks.learning.config import (
+    DONE_MARKER,
+    RUNS_DIR,
+    START_DIR,
+    START_MARKER,
+    TASK_CHECK_FILE,
+    LearningConfig,
+)
 from benchmarks.learning.heldout import HELDOUT_KEYS
 
 RUNNING_MARKER = "running.json"
@@ -80,6 +87,22 @@ def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
         heldout = last_value(rows, HELDOUT_KEYS[0])
         statuses.append(RunStatus(name, state, step, checkpoint, heldout, note))
     return statuses
+
+
+def start_status(out: Path) -> str:
+    """One line on what every run needs first: the start checkpoint and the task check."""
+    import json
+
+    marker = out / START_DIR / START_MARKER
+    if marker.is_file():
+        start = json.loads(marker.read_text(encoding="utf-8"))
+        line = f"start: ready (held-out success {start.get('heldout_success', float('nan')):.3f})"
+    elif (out / f".{START_DIR}.building").is_dir():
+        line = "start: being built"
+    else:
+        line = "start: not built"
+    check = "done" if (out / TASK_CHECK_FILE).is_file() else "not done"
+    return f"{line}; task check: {check}"
 
 
 def _owner_state(owner: dict[str, object]) -> tuple[str, str]:

@@ -14,7 +14,13 @@ import pytest
 
 from aem_cli.main import main
 from benchmarks.learning import config as lc
-from benchmarks.learning.status import RUNNING_MARKER, format_status, run_status, running
+from benchmarks.learning.status import (
+    RUNNING_MARKER,
+    format_status,
+    run_status,
+    running,
+    start_status,
+)
 
 CONFIG = "name: t\nalgorithms: [grpo, aem]\nseeds: [0, 1, 2]\nenv: {id: aemtest/Unused-v0}\n"
 
@@ -77,6 +83,7 @@ def test_the_status_command_rewrites_results_from_the_runs_done(
     code = main(["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--status"])
     assert code == 0
     printed = capsys.readouterr().out
+    assert "start: not built; task check: not done" in printed
     assert "| grpo-seed2 | waiting | — | — | — |  |" in printed
     results = json.loads((out / lc.RESULTS_FILE).read_text())
     assert [r["status"] for r in results["runs"]][:2] == ["done", "partial"]
@@ -84,6 +91,16 @@ def test_the_status_command_rewrites_results_from_the_runs_done(
     empty = tmp_path / "none"
     assert main(["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(empty), "--status"])
     assert "holds no grid yet; start it without --status" in capsys.readouterr().err
+
+
+def test_the_start_says_whether_it_is_built(tmp_path: Path) -> None:
+    assert start_status(tmp_path) == "start: not built; task check: not done"
+    (tmp_path / ".start.building").mkdir()
+    assert start_status(tmp_path).startswith("start: being built")
+    (tmp_path / lc.START_DIR).mkdir()
+    (tmp_path / lc.START_DIR / lc.START_MARKER).write_text(json.dumps({"heldout_success": 0.25}))
+    (tmp_path / lc.TASK_CHECK_FILE).write_text("{}")
+    assert start_status(tmp_path) == "start: ready (held-out success 0.250); task check: done"
 
 
 def test_the_running_marker_lives_as_long_as_the_run(tmp_path: Path) -> None:

@@ -101,6 +101,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "or machines sharing --out each take their runs; the report covers every run done",
     )
     learning.add_argument(
+        "--status",
+        action="store_true",
+        help="say which runs are done, running, stopped (and where each resumes) or waiting, "
+        "and rewrite results.json and the report from the runs done; train nothing",
+    )
+    learning.add_argument(
         "--report-only",
         action="store_true",
         help="regenerate report.md, report.html and plots from results.json; train nothing",
@@ -190,6 +196,17 @@ def run_learning(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     out = args.out or DEFAULT_OUT / config.name
+    if args.status:
+        from benchmarks.learning.collect import write_results
+        from benchmarks.learning.status import format_status, run_status, start_status
+
+        if not out.is_dir():
+            raise AEMError(f"--out {out} holds no grid yet; start it without --status")
+        print(start_status(out))
+        print(format_status(run_status(config, out), config.train.get("max_steps")), end="")
+        paths = write_report(out, write_results(out, config))
+        print(f"results: {out / 'results.json'}\nreport:  {paths['markdown']}")
+        return 0
     results = load_results(out) if args.report_only else run_grid(config, out, only=args.run)
     paths = write_report(out, results)
     print(final_table(results), end="")

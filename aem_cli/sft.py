@@ -87,6 +87,14 @@ def _add_flags(parser: Parser) -> None:
         default=argparse.SUPPRESS,
         help="train all weights instead of a LoRA adapter (--use_peft false)",
     )
+    parser.add_argument(
+        "--prompt-loss",
+        dest="completion_only_loss",
+        action="store_false",
+        default=argparse.SUPPRESS,
+        help="score the prompt tokens too, not only the replies (--completion_only_loss false): "
+        "a model trained from scratch learns to read the env's text",
+    )
     parser.add_dataclasses(SFTSettings, AgentModelConfig)
     parser.retype(CHECKED)
     parser.configs_dir = CONFIGS_DIR

@@ -137,7 +137,9 @@ def test_readme_fetch_numbers_are_the_committed_results() -> None:
     finals = {row[0]: row[1] for row in _table_rows((fetch / "table.md").read_text())}
     text = " ".join(_section("Does it learn?").split()).replace("−", "-")
     assert f"within-group correlation of {check['within_group_correlation']:.2f}" in text
-    assert f"held-out {finals['start checkpoint']} % → GRPO {finals['GRPO'].split(' ')[0]} %" in text
+    assert (
+        f"held-out {finals['start checkpoint']} % → GRPO {finals['GRPO'].split(' ')[0]} %" in text
+    )
     one, two = paired["AEM-LAM1"], paired["AEM-LAM2"]
     assert f"λ = 1 against GRPO is {one[1]} points {one[2]}" in text
     assert f"λ = 2 is {two[1]} {two[2]}" in text

@@ -20,12 +20,12 @@ Samples (``layout``):
 
 Loss is on reply tokens only: samples are pre-tokenised ``input_ids`` with a
 ``completion_mask`` and TRL's ``completion_only_loss``, so TRL's ``labels`` are -100 on every
-context and observation token. What a run leaves in ``output_dir``: the merged model as an
-ordinary Hugging Face checkpoint (``aem train --model DIR``, ``aem bench --policy hf:DIR``),
-with LoRA the adapter alone in ``adapter/`` (a few MB), ``aem-prompt.json`` (the prompt layout
-the model was trained on, which :class:`aem_agent.policies.hf.HFPolicy` reads),
-``aem-sft.json`` (settings and data statistics), ``metrics.csv`` and ``checkpoint-*``
-(``resume=True`` continues from the newest).
+context and observation token (``completion_only_loss=False``, ``aem sft --prompt-loss``, scores
+them too). What a run leaves in ``output_dir``: the merged model as an ordinary Hugging Face
+checkpoint (``aem train --model DIR``, ``aem bench --policy hf:DIR``), with LoRA the adapter alone
+in ``adapter/`` (a few MB), ``aem-prompt.json`` (the prompt layout the model was trained on, which
+:class:`aem_agent.policies.hf.HFPolicy` reads), ``aem-sft.json`` (settings and data
+statistics), ``metrics.csv`` and ``checkpoint-*`` (``resume=True`` continues from the newest).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from benchmarks.learning.config import (
 from benchmarks.learning.experiment import run_one
 from benchmarks.learning.report import write_report
 from benchmarks.learning.start import build_start
+from benchmarks.learning.status import running
 from benchmarks.learning.taskcheck import task_check
 
 
@@ -61,7 +62,8 @@ def run_grid(
         if (run_dir / DONE_MARKER).is_file():
             log(f"[{name}] done already, skipped")
             continue
-        run_one(config, algo, seed, start_dir, run_dir, callbacks=callbacks, log=log)
+        with running(run_dir):  # what `aem bench learning --status` reads
+            run_one(config, algo, seed, start_dir, run_dir, callbacks=callbacks, log=log)
         write_report(out, write_results(out, config))
     results = write_results(out, config)
     write_report(out, results)

@@ -274,18 +274,22 @@ def model_rows(label: str, name: str, *, lora: bool, bf16: bool) -> list[dict[st
     return rows
 
 
-def step_rows(*, quick: bool) -> list[dict[str, Any]]:
-    """Where one GRPO step of the small agent goes, from a real ``aem train`` step."""
+def small_step(num_tasks: int, num_generations: int, max_turns: int) -> dict[str, float]:
+    """One real ``aem train`` GRPO step of the small agent's random start (every episode
+    plays its ``max_turns``: the most a step of this shape can cost), timed in a child
+    process (:func:`benchmarks.perf.train_step.one_step`)."""
     from benchmarks.perf.train_step import run_child
 
     settings = {
         **LAYOUT,
-        **STEP,
+        "num_tasks": num_tasks,
+        "num_generations": num_generations,
+        "max_turns": max_turns,
         "env_ids": [ENV_ID],
         "env_kwargs": {"expert": "search"},
         "rollout_layout": "step",
         "use_peft": False,
-        "per_device_train_batch_size": STEP["num_tasks"] * STEP["num_generations"],
+        "per_device_train_batch_size": num_tasks * num_generations,
         "max_turn_tokens": 16,
         "max_completion_length": 4096,
         "max_steps": 1,
@@ -296,12 +300,16 @@ def step_rows(*, quick: bool) -> list[dict[str, Any]]:
         "seed": 0,
         "learning_rate": 1e-4,
     }
-    if quick:
-        settings["max_turns"] = QUICK_STEP_TURNS
     with tempfile.TemporaryDirectory() as tmp:
-        step = run_child(
+        return run_child(
             {**settings, "output_dir": os.path.join(tmp, "step")}, model="aem-small-init"
         )
+
+
+def step_rows(*, quick: bool) -> list[dict[str, Any]]:
+    """Where one GRPO step of the small agent goes, from a real ``aem train`` step."""
+    settings = {**STEP, "max_turns": QUICK_STEP_TURNS if quick else STEP["max_turns"]}
+    step = small_step(**settings)
     episodes = STEP["num_tasks"] * STEP["num_generations"]
     setting = (
         f"small agent, 1 thread, float32, {ENV_ID}, {STEP['num_tasks']} groups x "

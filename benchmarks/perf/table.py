@@ -31,7 +31,7 @@ from benchmarks.published import speed_notes
 #: Perf modules in the order the table lists them.
 MODULES: tuple[str, ...] = (
     "alfworld", "webshop", "webshop_store", "swe", "swe_concurrency", "remote", "ray_vec",
-    "aem_overhead", "train_step", "agent_models",
+    "aem_overhead", "train_step", "agent_models", "grid_step",
 )  # fmt: skip
 COLUMNS: tuple[str, ...] = ("benchmark", "metric", "ours", "baseline", "ratio", "unit", "note")
 #: Seconds one module may run before it is stopped and reported as an error row.

@@ -48,3 +48,14 @@ def test_sft_passes_env_kwargs_to_its_envs() -> None:
         ["sft", "aem/ALFWorld-v0", "--output-dir", "x", "--env-kwargs", '{"expert": "search"}']
     )
     assert settings_of(args)[0].env_kwargs == {"expert": "search"}
+
+
+def test_sft_prompt_loss_flag_scores_the_prompt_too() -> None:
+    from aem_cli.main import build_parser
+    from aem_cli.sft import settings_of
+
+    base = ["sft", "aem/ALFWorld-v0", "--output-dir", "x"]
+    assert not settings_of(build_parser().parse_args([*base, "--prompt-loss"]))[
+        0
+    ].completion_only_loss
+    assert settings_of(build_parser().parse_args(base))[0].completion_only_loss

@@ -16,7 +16,7 @@ from aem_agent.policies.base import PolicyInput
 from aem_agent.prompts import read_prompt_layout
 from aem_agent.rollout.groups import MultiTurnRollout
 from aem_agent.sft.demonstrations import oversample_rare
-from aem_agent.sft.finetune import expert_episodes, run_sft, sft_samples
+from aem_agent.sft.finetune import build_sft_trainer, expert_episodes, run_sft, sft_samples
 from aem_agent.sft.settings import SFTError, SFTSettings, check_settings, sft_model
 from aem_cli.main import main
 
@@ -231,3 +231,15 @@ def test_sft_output_plays_the_smoke_suite_through_aem_bench(tiny_model_dir, tmp_
     }
     assert results["policies"] == [{"name": f"hf:{sft_out}", "model": True}]
     assert results["errors"] == [] and results["finished_episodes"] == 4
+
+
+@pytest.mark.parametrize("prompt_loss", [False, True])
+def test_prompt_loss_scores_the_prompt_tokens_too(tiny_model_dir, tmp_path, prompt_loss) -> None:
+    """``aem sft --prompt-loss`` (``completion_only_loss=False``) labels every token."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    rows = [{"input_ids": [5, 6, 7, 8, 9], "completion_mask": [0, 0, 0, 1, 1]}]
+    config = settings(tmp_path, "unused", tiny_model_dir, completion_only_loss=not prompt_loss)
+    model = model_of(tiny_model_dir, use_peft=False)
+    trainer = build_sft_trainer(config, model, tiny_model_dir, tokenizer, rows)
+    labels = trainer.train_dataset[0]["labels"]
+    assert labels == ([5, 6, 7, 8, 9] if prompt_loss else [-100, -100, -100, 8, 9])

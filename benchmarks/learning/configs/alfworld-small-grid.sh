@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The small-agent grid (alfworld-small.yaml), all of it, resumably: the SFT start
+# (alfworld-small-start.sh), a gate on its train-split success, then two processes, one per
+# algorithm (GRPO: seeds 0, 1, 2 in turn; AEM likewise, started once the first has built the
+# grid's start/ and task check), and after each run its sampled held-out score
+# (benchmarks/suites/small-agent-unseen.yaml; the start's first, in the AEM process). Rerun the same command after
+# anything stops: finished pieces are skipped, a killed run resumes from its newest checkpoint.
+# Where it stands: aem bench learning CONFIG --out OUT --status
+# Usage: bash benchmarks/learning/configs/alfworld-small-grid.sh [OUT] (default
+# benchmarks/learning/results/alfworld-small; the start goes to runs/small-start).
+set -euo pipefail
+OUT=${1:-benchmarks/learning/results/alfworld-small}
+START=runs/small-start  # alfworld-small.yaml's model.path is $START/act
+CONFIG=benchmarks/learning/configs/alfworld-small.yaml
+PYTHON=${PYTHON:-python}
+AEM="$PYTHON -m aem_cli"
+export PYTHON OMP_NUM_THREADS=1
+#: The least train-split success (small-agent-train suite) the start must reach: a rule fixed
+#: before any RL result, on train games only.
+MIN_TRAIN_SUCCESS=20
+
+bash benchmarks/learning/configs/alfworld-small-start.sh "$START"
+success=$($PYTHON -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'][0]['success_rate'])" \
+    "$START/train-success/results.json")
+if ! $PYTHON -c "import sys; sys.exit(float(sys.argv[1]) < $MIN_TRAIN_SUCCESS)" "$success"; then
+    echo "the start wins $success % of train games (< $MIN_TRAIN_SUCCESS %): improve it first" >&2
+    exit 3
+fi
+mkdir -p "$OUT/logs"
+
+sampled() {  # sampled held-out score of one model folder, into $OUT/sampled/NAME
+    $AEM bench --suite benchmarks/suites/small-agent-unseen.yaml --policy "hf:$1" \
+        --out "$OUT/sampled/$2" --no-progress
+}
+
+lane() {  # lane ALGO: its three seeds in turn, each followed by its sampled held-out score
+    for seed in 0 1 2; do
+        $AEM bench learning "$CONFIG" --out "$OUT" --run "$1-seed$seed"
+        sampled "$OUT/runs/$1-seed$seed/final" "$1-seed$seed"
+    done
+}
+
+lane grpo > "$OUT/logs/grpo.log" 2>&1 &
+until [[ -f $OUT/task-check.json ]]; do  # the AEM lane reuses the start the first lane builds
+    kill -0 $! 2> /dev/null || { echo "the GRPO lane stopped before the start was built" >&2; exit 1; }
+    sleep 60
+done
+{ sampled "$START/act" start; lane aem; } > "$OUT/logs/aem.log" 2>&1 &
+wait
+$AEM bench learning "$CONFIG" --out "$OUT" --status

@@ -1,0 +1,141 @@
+"""Where each run of a learning grid stands: done, running, stopped part-way, or waiting.
+
+Why: a grid of hours-long runs is spread over processes and sessions that die; whoever comes
+next needs to know, without reading logs, which runs to start or resume. A run's folder says
+it: ``done.json`` is written last when it finishes, ``running.json`` (:func:`running`) names the
+process training it while it trains, and ``checkpoint-*`` is where a stopped one resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from aem_envs.core.io import atomic_write_json
+from benchmarks.learning.collect import last_value, read_metrics
+from benchmarks.learning.config import (
+    DONE_MARKER,
+    RUNS_DIR,
+    START_DIR,
+    START_MARKER,
+    TASK_CHECK_FILE,
+    LearningConfig,
+)
+from benchmarks.learning.heldout import HELDOUT_KEYS
+
+RUNNING_MARKER = "running.json"
+
+
+@contextmanager
+def running(run_dir: Path) -> Iterator[None]:
+    """Mark ``run_dir`` as trained by this process while the block runs."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    marker = run_dir / RUNNING_MARKER
+    atomic_write_json(
+        marker, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    )
+    try:
+        yield
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One run's state, the last step it logged and checkpointed, its last held-out score."""
+
+    name: str
+    state: str  # done | running | stopped | waiting
+    step: int | None
+    checkpoint: int | None
+    heldout_success: float | None
+    note: str = ""
+
+
+def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
+    """The status of every run of ``config``'s grid in ``out``."""
+    import json
+
+    from aem_agent.grpo.run import METRICS_FILE, last_checkpoint
+
+    statuses = []
+    for _, _, name in config.run_names():
+        run_dir = out / RUNS_DIR / name
+        rows = read_metrics(run_dir / METRICS_FILE)
+        step = int(rows[-1]["step"]) if rows and "step" in rows[-1] else None
+        newest = last_checkpoint(run_dir) if run_dir.is_dir() else None
+        checkpoint = int(newest.name.split("-")[1]) if newest else None
+        note = ""
+        if (run_dir / DONE_MARKER).is_file():
+            state = "done"
+        elif (run_dir / RUNNING_MARKER).is_file():
+            owner = json.loads((run_dir / RUNNING_MARKER).read_text(encoding="utf-8"))
+            state, note = _owner_state(owner)
+        elif rows or checkpoint is not None:
+            state = "stopped"
+        else:
+            state = "waiting"
+        if state == "stopped":
+            note = note or (
+                f"resumes from checkpoint-{checkpoint}" if checkpoint else "restarts from step 0"
+            )
+        heldout = last_value(rows, HELDOUT_KEYS[0])
+        statuses.append(RunStatus(name, state, step, checkpoint, heldout, note))
+    return statuses
+
+
+def start_status(out: Path) -> str:
+    """One line on what every run needs first: the start checkpoint and the task check."""
+    import json
+
+    marker = out / START_DIR / START_MARKER
+    if marker.is_file():
+        start = json.loads(marker.read_text(encoding="utf-8"))
+        line = f"start: ready (held-out success {start.get('heldout_success', float('nan')):.3f})"
+    elif (out / f".{START_DIR}.building").is_dir():
+        line = "start: being built"
+    else:
+        line = "start: not built"
+    check = "done" if (out / TASK_CHECK_FILE).is_file() else "not done"
+    return f"{line}; task check: {check}"
+
+
+def _owner_state(owner: dict[str, object]) -> tuple[str, str]:
+    """``running`` if the marker's process is alive (checked on this host only)."""
+    pid, host = int(str(owner.get("pid"))), str(owner.get("host"))
+    if host != socket.gethostname():
+        return "running", f"pid {pid} on {host} (not checked from here)"
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "stopped", f"its process (pid {pid}) is gone"
+    except PermissionError:
+        pass  # alive, owned by someone else
+    return "running", f"pid {pid}"
+
+
+def format_status(statuses: list[RunStatus], max_steps: int | None) -> str:
+    """A Markdown table of :func:`run_status`."""
+    lines = [
+        "| run | state | step | checkpoint | held-out success | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    total = f" / {max_steps}" if max_steps else ""
+    for s in statuses:
+        step = "—" if s.step is None else f"{s.step}{total}"
+        heldout = "—" if s.heldout_success is None else f"{s.heldout_success:.3f}"
+        lines.append(
+            f"| {s.name} | {s.state} | {step} | {s.checkpoint if s.checkpoint else '—'} | "
+            f"{heldout} | {s.note} |"
+        )
+    counts = {state: sum(s.state == state for s in statuses) for state in _STATES}
+    summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    return "\n".join(lines) + f"\n\n{summary}\n"
+
+
+_STATES = ("done", "running", "stopped", "waiting")

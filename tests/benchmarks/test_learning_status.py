@@ -1,0 +1,111 @@
+"""``aem bench learning --status``: which runs of a grid are done, running, stopped (and where
+each resumes) or waiting, read from the run folders alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aem_cli.main import main
+from benchmarks.learning import config as lc
+from benchmarks.learning.status import (
+    RUNNING_MARKER,
+    format_status,
+    run_status,
+    running,
+    start_status,
+)
+
+CONFIG = "name: t\nalgorithms: [grpo, aem]\nseeds: [0, 1, 2]\nenv: {id: aemtest/Unused-v0}\n"
+
+
+def _run(out: Path, name: str, *, steps: int = 0, checkpoint: int | None = None) -> Path:
+    run_dir = out / lc.RUNS_DIR / name
+    run_dir.mkdir(parents=True)
+    lines = ["step,heldout/success_rate,reward", "0,0.25,"]
+    lines += [f"{s},,{s}" for s in range(1, steps + 1)]
+    (run_dir / "metrics.csv").write_text("\n".join(lines) + "\n")
+    if checkpoint is not None:
+        (run_dir / f"checkpoint-{checkpoint}").mkdir()
+    return run_dir
+
+
+def _owner(run_dir: Path, pid: int) -> None:
+    marker = {"pid": pid, "host": socket.gethostname(), "started": 0.0}
+    (run_dir / RUNNING_MARKER).write_text(json.dumps(marker))
+
+
+@pytest.fixture()
+def grid(tmp_path: Path) -> tuple[lc.LearningConfig, Path]:
+    (tmp_path / "exp.yaml").write_text(CONFIG)
+    out = tmp_path / "out"
+    done = _run(out, "grpo-seed0", steps=4)
+    (done / lc.DONE_MARKER).write_text(json.dumps({"global_step": 4}))
+    _owner(_run(out, "aem-seed0", steps=3, checkpoint=3), os.getpid())  # alive: this test
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    _owner(_run(out, "grpo-seed1", steps=2, checkpoint=2), int(gone.stdout))  # killed
+    _run(out, "aem-seed1", steps=5, checkpoint=4)  # stopped between processes
+    return lc.load_config(tmp_path / "exp.yaml"), out
+
+
+def test_each_run_says_where_it_stands(grid: tuple[lc.LearningConfig, Path]) -> None:
+    config, out = grid
+    status = {s.name: s for s in run_status(config, out)}
+    assert {name: s.state for name, s in status.items()} == {
+        "grpo-seed0": "done",
+        "aem-seed0": "running",
+        "grpo-seed1": "stopped",
+        "aem-seed1": "stopped",
+        "grpo-seed2": "waiting",
+        "aem-seed2": "waiting",
+    }
+    assert status["aem-seed0"].note == f"pid {os.getpid()}"
+    assert "process" in status["grpo-seed1"].note and "is gone" in status["grpo-seed1"].note
+    assert status["aem-seed1"].note == "resumes from checkpoint-4"
+    assert (status["aem-seed1"].step, status["aem-seed1"].checkpoint) == (5, 4)
+    assert status["grpo-seed0"].heldout_success == pytest.approx(0.25)
+    table = format_status(list(status.values()), 10)
+    assert "| aem-seed1 | stopped | 5 / 10 | 4 | 0.250 | resumes from checkpoint-4 |" in table
+    assert table.rstrip().endswith("1 done, 1 running, 2 stopped, 2 waiting")
+
+
+def test_the_status_command_rewrites_results_from_the_runs_done(
+    grid: tuple[lc.LearningConfig, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = grid
+    code = main(["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--status"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "start: not built; task check: not done" in printed
+    assert "| grpo-seed2 | waiting | — | — | — |  |" in printed
+    results = json.loads((out / lc.RESULTS_FILE).read_text())
+    assert [r["status"] for r in results["runs"]][:2] == ["done", "partial"]
+    assert (out / "report.md").is_file()
+    empty = tmp_path / "none"
+    assert main(["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(empty), "--status"])
+    assert "holds no grid yet; start it without --status" in capsys.readouterr().err
+
+
+def test_the_start_says_whether_it_is_built(tmp_path: Path) -> None:
+    assert start_status(tmp_path) == "start: not built; task check: not done"
+    (tmp_path / ".start.building").mkdir()
+    assert start_status(tmp_path).startswith("start: being built")
+    (tmp_path / lc.START_DIR).mkdir()
+    (tmp_path / lc.START_DIR / lc.START_MARKER).write_text(json.dumps({"heldout_success": 0.25}))
+    (tmp_path / lc.TASK_CHECK_FILE).write_text("{}")
+    assert start_status(tmp_path) == "start: ready (held-out success 0.250); task check: done"
+
+
+def test_the_running_marker_lives_as_long_as_the_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "runs" / "grpo-seed0"
+    with pytest.raises(KeyboardInterrupt), running(run_dir):
+        assert json.loads((run_dir / RUNNING_MARKER).read_text())["pid"] == os.getpid()
+        raise KeyboardInterrupt  # a killed run leaves no marker claiming it still runs
+    assert not (run_dir / RUNNING_MARKER).exists()

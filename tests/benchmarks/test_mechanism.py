@@ -273,7 +273,8 @@ def test_paired_differences_pair_seeds_and_give_a_t_interval() -> None:
 
 
 def test_the_dose_response_takes_the_arms_that_differ_in_lambda_alone(tmp_path) -> None:
-    from benchmarks.learning.report import lambda_arms, markdown_report, plot_dose
+    from benchmarks.learning.plots import lambda_arms, plot_dose
+    from benchmarks.learning.report import markdown_report
 
     config = fetch_experiment(
         arms={

@@ -229,15 +229,20 @@ def test_run_turn_ids_number_the_runs_of_model_tokens() -> None:
     assert torch.equal(run_turn_ids(mask), expected)
 
 
-def test_grpo_trains_through_the_factory(tool_model_dir: Path, tmp_path: Path) -> None:
-    """Plain TRL: the factory is all it needs (the env's ``get_reward`` is the reward)."""
-    trainer = GRPOTrainer(
-        model=str(tool_model_dir),
-        args=GRPOConfig(**settings(tmp_path)),
-        train_dataset=tool_dataset(ALFWORLD, 4),
-        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
+def on_the_factory(trainer_class: type, model_dir: Path, args: Any, *, tasks: int) -> Any:
+    """A ``trainer_class`` (TRL's or aem's) on ALFWorld through :func:`environment_factory`."""
+    return trainer_class(
+        model=str(model_dir),
+        args=args,
+        train_dataset=tool_dataset(ALFWORLD, tasks),
+        processing_class=AutoTokenizer.from_pretrained(model_dir),
         environment_factory=environment_factory(ALFWORLD, max_steps=5),
     )
+
+
+def test_grpo_trains_through_the_factory(tool_model_dir: Path, tmp_path: Path) -> None:
+    """Plain TRL: the factory is all it needs (the env's ``get_reward`` is the reward)."""
+    trainer = on_the_factory(GRPOTrainer, tool_model_dir, GRPOConfig(**settings(tmp_path)), tasks=4)
     before = weights(trainer.model)
     trainer.train()
     [row] = [row for row in trainer.state.log_history if "tools/call_frequency" in row]
@@ -283,13 +288,7 @@ def test_the_tool_loop_needs_the_trajectory_layout(tool_model_dir: Path, tmp_pat
 def test_each_tool_call_turn_gets_its_own_alpha(tool_model_dir: Path, tmp_path: Path) -> None:
     """On TRL's batch itself: the advantage is per token, one α per run of model tokens."""
     config = AEMConfig(**settings(tmp_path), rollout_layout="trajectory", aem_min_range=0.0)
-    trainer = AEMGRPOTrainer(
-        model=str(tool_model_dir),
-        args=config,
-        train_dataset=tool_dataset(ALFWORLD, 1),
-        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
-        environment_factory=environment_factory(ALFWORLD, max_steps=5),
-    )
+    trainer = on_the_factory(AEMGRPOTrainer, tool_model_dir, config, tasks=1)
     torch.manual_seed(1)  # a sample whose rollouts differ in reward: advantages are not all 0
     trainer.model.train()
     out = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
@@ -408,13 +407,7 @@ def test_gigpo_and_a_users_estimator_see_the_tool_loops_turns(
     whose reward is what its call earned; all rollouts of the group start in one state, so
     every first turn gets GRPO's advantage plus its standardised discounted return."""
     config = AEMConfig(**settings(tmp_path), rollout_layout="trajectory", credit="spy+gigpo")
-    trainer = AEMGRPOTrainer(
-        model=str(tool_model_dir),
-        args=config,
-        train_dataset=tool_dataset(ALFWORLD, 1),
-        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
-        environment_factory=environment_factory(ALFWORLD, max_steps=5),
-    )
+    trainer = on_the_factory(AEMGRPOTrainer, tool_model_dir, config, tasks=1)
     torch.manual_seed(1)  # rollouts whose rewards differ
     trainer.model.train()
     out = trainer._generate_and_score_completions([trainer.train_dataset[0]] * 4)
@@ -445,13 +438,7 @@ def test_gigpo_and_a_users_estimator_see_the_tool_loops_turns(
 
 def test_gigpo_with_aem_trains_through_the_factory(tool_model_dir: Path, tmp_path: Path) -> None:
     config = AEMConfig(**settings(tmp_path), rollout_layout="trajectory", credit="gigpo+aem")
-    trainer = AEMGRPOTrainer(
-        model=str(tool_model_dir),
-        args=config,
-        train_dataset=tool_dataset(ALFWORLD, 4),
-        processing_class=AutoTokenizer.from_pretrained(tool_model_dir),
-        environment_factory=environment_factory(ALFWORLD, max_steps=5),
-    )
+    trainer = on_the_factory(AEMGRPOTrainer, tool_model_dir, config, tasks=4)
     before = weights(trainer.model)
     trainer.train()
     [row] = [row for row in trainer.state.log_history if "gigpo/step_groups" in row]

@@ -44,6 +44,8 @@ POLL_S = 0.5
 #: on a slow disk, dies late; the keeper must not wait forever for it).
 KILL_WAIT_S = 5.0
 _PROC = Path("/proc")
+#: What a keeper runs (and how :func:`is_keeper` knows one).
+_KEEPER_CALL = "from sandboxes.lifetime import keep; keep()"
 
 
 def identity(pid: int) -> str | None:
@@ -95,7 +97,7 @@ def _start_keeper(owner: str) -> None:
     outlives the owner by design, then exits), so no ``Popen`` is left to warn at exit.
     """
     root = str(Path(__file__).resolve().parents[1])
-    code = f"import sys; sys.path.insert(0, {root!r}); from sandboxes.lifetime import keep; keep()"
+    code = f"import sys; sys.path.insert(0, {root!r}); {_KEEPER_CALL}"
     environment = {k: v for k, v in os.environ.items() if k != OWNER_ENV}
     null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
     os.posix_spawn(
@@ -105,6 +107,16 @@ def _start_keeper(owner: str) -> None:
         file_actions=null,
         setsid=True,
     )
+
+
+def is_keeper(pid: int) -> bool:
+    """Whether ``pid`` is a keeper (:func:`keep`). It lives exactly as long as its owner, so a
+    check for processes an owner left behind, made while the owner runs, leaves it out."""
+    try:
+        cmdline = (_PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return _KEEPER_CALL.encode() in cmdline
 
 
 def keep() -> None:

@@ -9,7 +9,14 @@ import sys
 import textwrap
 import time
 
-from sandboxes.lifetime import OWNER_ENV, descendants, identity, reap_orphans, running
+from sandboxes.lifetime import (
+    OWNER_ENV,
+    descendants,
+    identity,
+    is_keeper,
+    reap_orphans,
+    running,
+)
 from sandboxes.owner import process_start
 
 
@@ -53,7 +60,8 @@ def test_what_an_owner_started_ends_when_the_owner_is_sigkilled() -> None:
     worker, grandchild, escapee = map(int, owner.stdout.readline().split())
     below = descendants(owner.pid)
     assert worker in below and grandchild in below and escapee not in below
-    tree = [identity(worker), identity(grandchild), identity(escapee)]
+    [keeper] = [pid for pid in below if is_keeper(pid)]  # one, and none of the marked ones
+    tree = [identity(worker), identity(grandchild), identity(escapee), identity(keeper)]
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert _wait_gone(tree) == []

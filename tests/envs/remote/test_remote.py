@@ -25,6 +25,7 @@ from aem_cli.main import main
 from aem_envs.core.errors import NO_DEPS_PACKAGES, ArgumentError
 from aem_envs.core.io import jsonable
 from aem_envs.remote.client import RemoteEnvError
+from sandboxes.lifetime import is_keeper
 from tests.envs.remote.served import serving
 from tests.fixtures.processes import kill_when_started, left_after_grace, process_tree
 
@@ -149,7 +150,7 @@ def _children() -> set[int]:
     return {
         p.pid
         for p in psutil.Process().children(recursive=True)
-        if p.is_running() and "sandboxes.lifetime import keep" not in " ".join(p.cmdline())
+        if p.is_running() and not is_keeper(p.pid)
     }
 
 

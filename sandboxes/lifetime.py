@@ -125,7 +125,13 @@ def keep() -> None:
     owner = sys.argv[1]
     while running(owner):
         time.sleep(POLL_S)
-    _kill([pid for pid, mark in marked_processes().items() if mark == owner])
+    # Again until none is left: a marked parent that is dying may still start a child (Ray's
+    # raylet restarts an agent it sees die), which inherits the mark.
+    deadline = time.monotonic() + KILL_WAIT_S
+    while mine := [pid for pid, mark in marked_processes().items() if mark == owner]:
+        _kill(mine)
+        if time.monotonic() > deadline:
+            break
     reap_orphans()
 
 

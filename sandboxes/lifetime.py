@@ -122,13 +122,21 @@ def is_keeper(pid: int) -> bool:
 def keep() -> None:
     """The keeper's body (``sys.argv[1]`` is the owner): wait for the owner to die, then end
     what it marked and every other orphan."""
-    owner = sys.argv[1]
+    owner, me = sys.argv[1], identity(os.getpid())
+    # What runs below the owner is remembered while it runs, not only read from the marks: a
+    # process that rewrites its title (Ray's agents, setproctitle) may overwrite the part of
+    # its environment that holds the mark.
+    seen: set[str] = set()
     while running(owner):
+        below = map(identity, descendants(int(owner.split(":")[0])))
+        seen.update(i for i in below if i is not None and i != me)
         time.sleep(POLL_S)
-    # Again until none is left: a marked parent that is dying may still start a child (Ray's
-    # raylet restarts an agent it sees die), which inherits the mark.
+    # Again until none is left: a parent that is dying may still start a child.
     deadline = time.monotonic() + KILL_WAIT_S
-    while mine := [pid for pid, mark in marked_processes().items() if mark == owner]:
+    while mine := [
+        *(pid for pid, mark in marked_processes().items() if mark == owner),
+        *(int(i.split(":")[0]) for i in seen if running(i)),
+    ]:
         _kill(mine)
         if time.monotonic() > deadline:
             break

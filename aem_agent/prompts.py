@@ -86,6 +86,16 @@ class PromptSettings:
         },
     )
 
+    def prompt_record(self) -> dict[str, Any]:
+        """The settings :data:`PROMPT_FILE` records for a model trained with these (the
+        trainers add what only they know: the layout, a system prompt, a think block)."""
+        return {
+            "history_window": self.history_window,
+            "prompt_style": self.prompt_style,
+            "reply_prefix": self.reply_prefix or "",
+            "max_turn_tokens": self.max_turn_tokens,
+        }
+
 
 #: What every full prompt asks of the reply, in the tags of the reply format.
 REPLY_INSTRUCTIONS = (

@@ -250,13 +250,7 @@ def check_output_dir(
 
 def prompt_layout(config: AEMConfig) -> dict[str, Any]:
     """The prompt settings a trained model must be played with (``aem-prompt.json``)."""
-    return {
-        "history_window": config.history_window,
-        "prompt_style": config.prompt_style,
-        "reply_prefix": config.reply_prefix or "",
-        "max_turn_tokens": config.max_turn_tokens,
-        "layout": config.rollout_layout,
-    }
+    return {**config.prompt_record(), "layout": config.rollout_layout}
 
 
 def save_policy(

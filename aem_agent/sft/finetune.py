@@ -133,12 +133,9 @@ def sft_samples(episodes: Sequence[Any], layout: str) -> list[dict[str, list[int
 def prompt_layout(settings: SFTSettings) -> dict[str, Any]:
     """What ``aem-prompt.json`` holds: the prompt settings a policy must reuse."""
     return {
-        "history_window": settings.history_window,
-        "prompt_style": settings.prompt_style,
-        "reply_prefix": settings.reply_prefix or "",
+        **settings.prompt_record(),
         "system_prompt": settings.system_prompt,
         "layout": settings.layout,
-        "max_turn_tokens": settings.max_turn_tokens,
         "think": settings.think,
     }
 

@@ -129,7 +129,8 @@ def keep() -> None:
     seen: set[str] = set()
     while running(owner):
         below = map(identity, descendants(int(owner.split(":")[0])))
-        seen.update(i for i in below if i is not None and i != me)
+        # what left the tree but still runs stays remembered; what ended is forgotten
+        seen = {i for i in seen if running(i)} | {i for i in below if i is not None and i != me}
         time.sleep(POLL_S)
     # Again until none is left: a parent that is dying may still start a child.
     deadline = time.monotonic() + KILL_WAIT_S

@@ -62,7 +62,8 @@ def test_alpha_strictly_decreasing_in_entropy(batch, lam: float) -> None:
         rows = (groups == g).nonzero().flatten().tolist()
         for i in rows:
             for j in rows:
-                if hbar[i] < hbar[j] - 1e-6:
+                # 1e-3 nats apart: closer pairs can round to one float32 α at small λ
+                if hbar[i] < hbar[j] - 1e-3:
                     assert modulated[i] > modulated[j]
 
 

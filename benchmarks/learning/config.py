@@ -75,14 +75,24 @@ class Warmup:
         return warmup
 
 
+#: The advantage estimators of the paper's table, in its row order.
+ESTIMATORS = ("grpo", "dapo", "gspo")
+
+
 @dataclass(frozen=True)
 class Arm:
     """One arm of a grid: the algorithm, the seeds it runs and the ``train`` settings that
-    differ from the experiment's own (λ, an ablation, a rival's setting)."""
+    differ from the experiment's own (λ, an ablation, a rival's setting).
+
+    ``estimator`` names the advantage estimator the arm's ``train`` settings make it (GRPO,
+    DAPO, GSPO): the paper's table crosses estimators with {without, with AEM}, and an arm's
+    settings alone do not say which row it belongs to.
+    """
 
     algo: str
     seeds: tuple[int, ...]
     train: dict[str, Any] = field(default_factory=dict)
+    estimator: str = "grpo"
 
 
 @dataclass(frozen=True)
@@ -228,16 +238,18 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
 
 
 def _parse_arms(raw: Any, seeds: tuple[int, ...]) -> dict[str, Arm]:
-    """``arms:`` of a config: name → ``{algo, seeds, train}``, each checked."""
+    """``arms:`` of a config: name → ``{algo, seeds, train, estimator}``, each checked."""
     if not isinstance(raw, Mapping) or not raw:
-        raise ExperimentError("arms must be a mapping of arm name to {algo, seeds, train}")
+        raise ExperimentError(
+            "arms must be a mapping of arm name to {algo, seeds, train, estimator}"
+        )
     arms = {}
     for name, spec in raw.items():
         spec = dict(spec or {})
-        unknown = sorted(set(spec) - {"algo", "seeds", "train"})
+        unknown = sorted(set(spec) - {"algo", "seeds", "train", "estimator"})
         if unknown:
             raise ExperimentError(
-                f"arm {name!r}: unknown key(s) {unknown}; known: algo, seeds, train"
+                f"arm {name!r}: unknown key(s) {unknown}; known: algo, seeds, train, estimator"
             )
         algo = str(spec.get("algo", "aem"))
         if algo not in ("aem", "grpo"):
@@ -249,5 +261,10 @@ def _parse_arms(raw: Any, seeds: tuple[int, ...]) -> dict[str, Arm]:
         arm_seeds = tuple(int(s) for s in spec.get("seeds") or seeds)
         if len(set(arm_seeds)) != len(arm_seeds):
             raise ExperimentError(f"arm {name!r}: seeds {list(arm_seeds)} repeat a seed")
-        arms[str(name)] = Arm(algo, arm_seeds, train)
+        estimator = str(spec.get("estimator", "grpo"))
+        if estimator not in ESTIMATORS:
+            raise ExperimentError(
+                f"arm {name!r}: estimator={estimator!r}; choose among {list(ESTIMATORS)}"
+            )
+        arms[str(name)] = Arm(algo, arm_seeds, train, estimator)
     return arms

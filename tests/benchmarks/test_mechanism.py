@@ -246,6 +246,7 @@ def test_arms_have_their_own_seeds_and_settings(tmp_path) -> None:
         ({"baseline": "ppo"}, "baseline"),
         ({"arms": {"x": {"algo": "ppo"}}}, "algo"),
         ({"arms": {"x": {"lam": 1}}}, "unknown key"),
+        ({"arms": {"x": {"estimator": "ppo"}}}, "estimator='ppo'"),
         ({"arms": {"x": {"train": {"seed": 1}}}}, "set by the harness"),
         ({"eval": {"tasks": 3, "method": "guess"}}, "eval.method"),
     ],

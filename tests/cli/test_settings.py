@@ -44,7 +44,7 @@ def sft_config(argv: list[str]) -> dict[str, Any]:
 
 SMOKE = read_settings("cpu-smoke.yaml", bundled=CONFIGS_DIR, what="training config")
 CASES: list[tuple[Callable[[list[str]], dict[str, Any]], dict[str, Any]]] = [
-    (train_config, {k: v for k, v in SMOKE.items() if k != "model"}),
+    (train_config, dict(SMOKE)),
     (
         train_config,
         {
@@ -105,14 +105,15 @@ def test_a_flag_and_the_same_yaml_key_give_the_same_config(
 
 def test_the_library_reads_a_training_yaml_as_the_command_line_does(tmp_path: Path) -> None:
     """:func:`aem_agent.grpo.run.build_config` (the learning harness's path) and ``aem train``."""
-    settings = {**SMOKE, "output_dir": str(tmp_path)}  # with the old key ``model``
+    old_key = {k: v for k, v in SMOKE.items() if k != "model_name_or_path"}
+    settings = {**old_key, "model": SMOKE["model_name_or_path"], "output_dir": str(tmp_path)}
     path = tmp_path / "settings.yaml"
     path.write_text(yaml.safe_dump(settings))
     library = build_config(settings)
     assert {**library.config.to_dict(), **asdict(library.model), **asdict(library.run)} == {
         k: v for k, v in train_config(["--config", str(path)]).items() if k != "tb"
     }
-    assert library.model.model_name_or_path == SMOKE["model"]
+    assert library.model.model_name_or_path == SMOKE["model_name_or_path"]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aem_envs.core.errors import ArgumentError
+from aem_envs.core.errors import ArgumentError, MissingDependencyError
 from aem_envs.core.yaml_file import read_settings
 
 try:  # TRL's parser, where the agent extra is installed: aem train and aem sft are built on it
@@ -56,7 +56,13 @@ class Parser(_BaseParser):
     def _ready(self) -> None:
         if self._setup is not None:
             setup, self._setup = self._setup, None
-            setup(self)
+            try:
+                setup(self)
+            except ModuleNotFoundError as exc:  # a base install: no torch, TRL, transformers
+                raise MissingDependencyError(
+                    f"`{self.prog}` needs {exc.name!r}, which is not installed; install the "
+                    "agent extra: pip install 'aem[agent]' (scripts/install.sh installs all)"
+                ) from None
 
     def add_dataclasses(self, *types: Any) -> None:
         """Add the fields of ``types`` as flags (what ``HfArgumentParser(types)`` does)."""

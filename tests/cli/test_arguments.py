@@ -10,6 +10,8 @@ model.
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -124,3 +126,31 @@ def test_a_good_command_line_passes_the_same_checks(tmp_path: Path, capsys) -> N
     argv = ["play", FIXTURE_ID, "--policy", "expert", "--max-steps", "20", "--split", "test"]
     assert main([*argv, "--env-kwargs", "{}", "--quiet"]) == 0
     assert "won=True" in capsys.readouterr().out
+
+
+#: Runs ``aem`` as a base install sees it: the agent extra's packages cannot be imported.
+BASE_INSTALL = """
+import sys
+class NoAgentExtra:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "trl", "transformers", "peft", "accelerate"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoAgentExtra())
+from aem_cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("argv", [["train", "--config", "cpu-smoke.yaml"], ["sft", "--help"]])
+def test_without_the_agent_extra_training_commands_name_the_install(argv: list[str]) -> None:
+    root = Path(__file__).parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-c", BASE_INSTALL, *argv],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"aem: error: `aem {argv[0]}` needs "), proc.stderr
+    assert "pip install 'aem[agent]'" in proc.stderr and proc.stderr.count("\n") == 1

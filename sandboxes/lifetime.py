@@ -145,7 +145,8 @@ def keep() -> None:
 
 
 def _children() -> dict[int, list[int]]:
-    """Parent pid → child pids, of every process on the host."""
+    """Parent pid → child pids, of every process on the host (where the kernel lists no
+    ``children`` file: a scan of every process)."""
     tree: dict[int, list[int]] = {}
     for entry in _PROC.iterdir() if _PROC.is_dir() else ():
         if not entry.name.isdigit():
@@ -159,11 +160,30 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
+def _listed_children(pid: int) -> list[int]:
+    """The children of ``pid``, from the kernel's per-thread ``children`` lists: a cost in
+    the size of the tree below the owner, not in the host's process count (the keeper polls
+    twice a second for as long as its owner runs)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):  # the process (or one of its threads) ended meanwhile
+        for task in (_PROC / str(pid) / "task").iterdir():
+            with contextlib.suppress(OSError):
+                children += map(int, (task / "children").read_text().split())
+    return children
+
+
+def _kernel_lists_children() -> bool:
+    """Whether the kernel keeps ``children`` lists (CONFIG_PROC_CHILDREN, Linux 3.5+)."""
+    return (_PROC / "thread-self" / "children").is_file()
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below ``pid`` in the process tree, parents before their children."""
-    tree, found, queue = _children(), [], [pid]
+    tree = None if _kernel_lists_children() else _children()
+    found, queue = [], [pid]
     while queue:
-        for child in tree.get(queue.pop(0), []):
+        parent = queue.pop(0)
+        for child in _listed_children(parent) if tree is None else tree.get(parent, []):
             found.append(child)
             queue.append(child)
     return found

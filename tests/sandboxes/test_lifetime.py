@@ -9,6 +9,9 @@ import sys
 import textwrap
 import time
 
+import pytest
+
+from sandboxes import lifetime
 from sandboxes.lifetime import (
     OWNER_ENV,
     descendants,
@@ -65,6 +68,24 @@ def test_what_an_owner_started_ends_when_the_owner_is_sigkilled() -> None:
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     assert _wait_gone(tree) == []
+
+
+def test_the_kernels_children_lists_give_the_tree_a_full_scan_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
+    assert owner.stdout is not None
+    try:
+        worker, grandchild, _ = map(int, owner.stdout.readline().split())
+        listed = descendants(owner.pid)
+        assert lifetime._kernel_lists_children()  # else this compares the scan with itself
+        monkeypatch.setattr(lifetime, "_kernel_lists_children", lambda: False)
+        scanned = descendants(owner.pid)  # as on a kernel without CONFIG_PROC_CHILDREN
+    finally:
+        owner.send_signal(signal.SIGKILL)
+        owner.wait()
+    assert sorted(listed) == sorted(scanned)
+    assert listed.index(worker) < listed.index(grandchild)  # parents before their children
 
 
 def test_reap_orphans_kills_marked_processes_whose_owner_is_gone() -> None:

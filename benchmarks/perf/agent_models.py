@@ -25,14 +25,11 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aem_envs.reply import REPLY_FORMAT
 from benchmarks.perf import perf_main, perf_row
 from benchmarks.perf.flops import Shape, beside_peak, matmul_rate
-
-if TYPE_CHECKING:
-    pass
 
 BENCHMARK = "agent models"
 ENV_ID = "aem/ALFWorld-v0"

@@ -93,15 +93,22 @@ def curves(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, 
 
 def read_sampled(folder: Path) -> dict[str, Any] | None:
     """The grid script's sampled held-out pass in ``folder`` (an ``aem bench`` run folder):
-    success as a fraction, its episodes and standard error; None until every planned episode
-    finished."""
+    success as a fraction, its episodes and standard error, and its episodes' summed wall
+    seconds (``episode_s``; the pass's wall is about that over its workers); None until every
+    planned episode finished."""
     bench = _read_json(folder / RESULTS_FILE)
     if not bench or not bench["summary"] or bench["finished_episodes"] < bench["planned_episodes"]:
         return None
     summary = bench["summary"][0]
     success, episodes = summary["success_rate"] / 100, summary["episodes"]
     stderr = (success * (1 - success) / episodes) ** 0.5
-    return {"success": success, "episodes": episodes, "stderr": stderr}
+    return {
+        "success": success,
+        "episodes": episodes,
+        "stderr": stderr,
+        "episode_s": episodes * summary["mean_wall_time_s"],
+        "workers": (bench.get("settings") or {}).get("workers"),
+    }
 
 
 def run_cost(rows: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]) -> dict:
@@ -197,7 +204,7 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
         "runs": runs,
         "summary": summary,
         "paper": paper_table(config, runs, start_scores),
-        "cost": grid_cost(runs),
+        "cost": grid_cost(runs, start_sampled),
         "task_check": _read_json(out / TASK_CHECK_FILE),
         "paired": paired_differences(runs, config.baseline, config.algorithms),
         "drift": drift_agreement(runs),
@@ -245,12 +252,19 @@ def paired_differences(
     return out
 
 
-def grid_cost(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The grid's seconds so far, summed over its runs (:func:`run_cost`)."""
+def grid_cost(
+    runs: Sequence[Mapping[str, Any]], start_sampled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The grid's seconds so far, summed over its runs (:func:`run_cost`), and its sampled
+    held-out passes' episode seconds (the start's included)."""
     costs = [r["cost"] for r in runs]
     recorded = [c["cpu_s"] for c in costs if c["cpu_s"] is not None]
+    passes = [r["sampled"] for r in runs if r.get("sampled")] + [start_sampled or {}]
+    passes = [p for p in passes if p]
     return {
         "runs": len(costs),
+        "sampled_passes": len(passes),
+        "sampled_episode_s": sum(p["episode_s"] for p in passes),
         "step_s": sum(c["step_s"] for c in costs),
         "heldout_s": sum(c["heldout_s"] for c in costs),
         "steps_timed": sum(c["steps_timed"] for c in costs),

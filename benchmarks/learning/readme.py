@@ -10,6 +10,7 @@ page quoting a stale grid fails CI. ``--check`` says which pages are stale witho
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -69,18 +70,26 @@ def cost_line(results: Mapping[str, Any]) -> str:
         f"{hours(cost['step_s'])} h of training steps and {hours(cost['heldout_s'])} h of "
         "greedy held-out passes, wall clock on one shared core each"
     )
+    if cost["sampled_passes"]:
+        passes = _count(cost["sampled_passes"], "sampled pass", "sampled passes")
+        line += (
+            f", and {hours(cost['sampled_episode_s'])} episode-hours in {passes} (the start's "
+            "included)"
+        )
     if cost["cpu_s"] is not None:
         line += f"; {hours(cost['cpu_s'])} CPU h over the {cost['cpu_runs']} runs that recorded it"
     return line + "."
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
 
 
 def _wrap(text: str) -> str:
     """A prose paragraph wrapped as the pages are (links and code spans kept whole)."""
-    return textwrap.fill(text, width=99, break_long_words=False, break_on_hyphens=False)
+    kept = re.sub(r"`[^`]*`", lambda span: span.group().replace(" ", "\0"), text)
+    wrapped = textwrap.fill(kept, width=99, break_long_words=False, break_on_hyphens=False)
+    return wrapped.replace("\0", " ")
 
 
 def readme_block(results: Mapping[str, Any]) -> str:

@@ -208,27 +208,31 @@ def hours(seconds: float | None) -> str:
 
 def cost_table(results: Mapping[str, Any]) -> str:
     """Markdown table: each run's hours (wall of its training steps and held-out passes from
-    its metrics; wall and CPU of its recorded processes) and the grid's total."""
+    its metrics; wall and CPU of its recorded processes; its sampled pass's episode-hours)
+    and the grid's total."""
     lines = [
         "| run | state | steps timed | step wall (h) | held-out wall (h) | "
-        "process wall (h) | process CPU (h) |",
-        "|---|---|---|---|---|---|---|",
+        "process wall (h) | process CPU (h) | sampled pass (episode-h) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for run in results["runs"]:
         cost = run.get("cost") or {}
         if not cost:
             continue
+        sampled = run.get("sampled")
         lines.append(
             f"| {run['name']} | {run.get('state', run['status'])} | {cost['steps_timed']} | "
             f"{hours(cost['step_s'])} | {hours(cost['heldout_s'])} | "
             f"{hours(cost['session_wall_s']) if cost['sessions'] else '—'} | "
-            f"{hours(cost['cpu_s'])} |"
+            f"{hours(cost['cpu_s'])} | {hours(sampled['episode_s'] if sampled else None)} |"
         )
     total = results["cost"]
     lines.append(
         f"| **all** | | {total['steps_timed']} | {hours(total['step_s'])} | "
         f"{hours(total['heldout_s'])} | | {hours(total['cpu_s'])} "
-        f"({total['cpu_runs']}/{total['runs']} runs recorded) |"
+        f"({total['cpu_runs']}/{total['runs']} runs recorded) | "
+        f"{hours(total['sampled_episode_s'])} (passes: {total['sampled_passes']}, the start's "
+        "included) |"
     )
     return "\n".join(lines) + "\n"
 

@@ -169,8 +169,13 @@ def test_the_cost_adds_what_the_runs_recorded(grid) -> None:
     assert total["steps_timed"] == 7 * 10 + 3 + 4
     assert total["step_s"] == pytest.approx(360.0 * (7 * 10 + 3 + 4))
     assert (total["cpu_runs"], total["cpu_s"]) == (1, 3600.0)
+    # Six runs' sampled passes and the start's, 20 episodes of 0.2 s each.
+    assert total["sampled_passes"] == 7
+    assert total["sampled_episode_s"] == pytest.approx(7 * 20 * 0.2)
     paths = write_report(out, results)
-    assert "| grpo-seed0 | done | 10 | 1.0 | 0.01 | 2.0 | 1.0 |" in paths["markdown"].read_text()
+    report = paths["markdown"].read_text()
+    assert "| grpo-seed0 | done | 10 | 1.0 | 0.01 | 2.0 | 1.0 | 0.00 |" in report
+    assert "| dapo-seed1 | running | 3 | 0.30 | 0.00 | — | — | — |" in report
     assert (out / PLOTS_DIR / LEARNING_PNG).stat().st_size > 1000
 
 

@@ -27,6 +27,12 @@ from benchmarks.learning.config import (
 )
 from benchmarks.learning.heldout import HELDOUT_KEYS
 
+#: The grid script's sampled held-out passes: ``OUT/sampled/NAME`` for each run's final
+#: model and ``OUT/sampled/start`` for the start (configs/alfworld-small-grid.sh).
+SAMPLED_DIR = "sampled"
+#: The wall seconds of a held-out pass, logged beside its scores (heldout.py, start.py).
+HELDOUT_SECONDS = "heldout/seconds"
+
 #: Training metrics kept as curves in results.json (TRL's and the AEM trainer's names).
 TRAIN_KEYS = (
     "reward",
@@ -85,15 +91,55 @@ def curves(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> dict[str, 
     return out
 
 
+def read_sampled(folder: Path) -> dict[str, Any] | None:
+    """The grid script's sampled held-out pass in ``folder`` (an ``aem bench`` run folder):
+    success as a fraction, its episodes and standard error, and its episodes' summed wall
+    seconds (``episode_s``; the pass's wall is about that over its workers); None until every
+    planned episode finished."""
+    bench = _read_json(folder / RESULTS_FILE)
+    if not bench or not bench["summary"] or bench["finished_episodes"] < bench["planned_episodes"]:
+        return None
+    summary = bench["summary"][0]
+    success, episodes = summary["success_rate"] / 100, summary["episodes"]
+    stderr = (success * (1 - success) / episodes) ** 0.5
+    return {
+        "success": success,
+        "episodes": episodes,
+        "stderr": stderr,
+        "episode_s": episodes * summary["mean_wall_time_s"],
+        "workers": (bench.get("settings") or {}).get("workers"),
+    }
+
+
+def run_cost(rows: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]) -> dict:
+    """A run's seconds: wall time of its training steps (TRL's ``step_time``: rollouts and
+    update) and held-out passes from its metrics, and the wall and CPU seconds of the
+    processes that trained it (``sessions.json``, where they recorded one)."""
+    step = [r["step_time"] for r in rows if "step_time" in r]
+    # Step 0's pass is the start's own, copied into every run (experiment.start_heldout_row).
+    heldout = [r[HELDOUT_SECONDS] for r in rows if HELDOUT_SECONDS in r and r.get("step")]
+    return {
+        "steps_timed": len(step),
+        "step_s": sum(step),
+        "heldout_s": sum(heldout),
+        "sessions": len(sessions),
+        "session_wall_s": sum(s["wall_s"] for s in sessions),
+        "cpu_s": sum(s["cpu_s"] for s in sessions) if sessions else None,
+    }
+
+
 def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
     """Everything the report shows, from the run folders: per-run curves and final values,
     and per algorithm the final held-out success as mean ± std over the finished seeds."""
     import statistics
 
     from aem_agent.grpo.run import METRICS_FILE
+    from benchmarks.learning.paper import paper_table
+    from benchmarks.learning.status import SESSIONS_FILE, run_status
 
     start_file = out / START_DIR / START_MARKER
     start = json.loads(start_file.read_text(encoding="utf-8")) if start_file.is_file() else None
+    states = {s.name: s for s in run_status(config, out)}
     runs: list[dict[str, Any]] = []
     for algo, seed, name in config.run_names():
         run_dir = out / RUNS_DIR / name
@@ -101,14 +147,27 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
         done = json.loads(done_file.read_text(encoding="utf-8")) if done_file.is_file() else None
         rows = read_metrics(run_dir / METRICS_FILE)
         status = "done" if done else ("partial" if rows else "pending")
+        sampled = read_sampled(out / SAMPLED_DIR / name) if done else None
+        arm = config.arm(algo)
         runs.append(
             {
                 "name": name,
                 "algo": algo,
                 "seed": seed,
+                "estimator": arm.estimator,
                 "status": status,
+                "state": states[name].state,
+                "step": states[name].step,
+                "max_steps": (config.train | arm.train).get("max_steps"),
+                # The run's own newest pass (step 0's is the start's).
+                "latest_heldout_success": last_value(
+                    [r for r in rows if r.get("step")], HELDOUT_KEYS[0]
+                ),
                 "final_heldout_success": last_value(rows, HELDOUT_KEYS[0]) if done else None,
+                "final_sampled_success": sampled["success"] if sampled else None,
+                "sampled": sampled,
                 "global_step": done.get("global_step") if done else None,
+                "cost": run_cost(rows, _read_json(run_dir / SESSIONS_FILE) or []),
                 "curves": curves(rows, (*HELDOUT_KEYS, *TRAIN_KEYS)),
             }
         )
@@ -132,12 +191,20 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
                 "start_heldout_success": start_success,
             }
         )
+    start_sampled = read_sampled(out / SAMPLED_DIR / START_DIR)
+    start_scores = {
+        "greedy": start.get("heldout_success") if start else None,
+        "sampled": start_sampled["success"] if start_sampled else None,
+    }
     return {
         "experiment": config.name,
         "config": config.to_dict(),
         "start": start,
+        "start_sampled": start_sampled,
         "runs": runs,
         "summary": summary,
+        "paper": paper_table(config, runs, start_scores),
+        "cost": grid_cost(runs, start_sampled),
         "task_check": _read_json(out / TASK_CHECK_FILE),
         "paired": paired_differences(runs, config.baseline, config.algorithms),
         "drift": drift_agreement(runs),
@@ -161,14 +228,19 @@ def mean_interval(values: Sequence[float]) -> dict[str, float | int | None]:
 
 
 def paired_differences(
-    runs: Sequence[Mapping[str, Any]], baseline: str, arms: Sequence[str]
+    runs: Sequence[Mapping[str, Any]],
+    baseline: str,
+    arms: Sequence[str],
+    *,
+    key: str = "final_heldout_success",
 ) -> list[dict[str, Any]]:
-    """Per arm: final held-out success minus the baseline's, over the seeds both finished,
-    with its 95 % interval. Pairs share the start, the tasks and the sampling stream."""
+    """Per arm: final held-out success (the runs' ``key``) minus the baseline's, over the
+    seeds both finished, with its 95 % interval. Pairs share the start, the tasks and the
+    sampling stream."""
     final = {
-        (r["algo"], r["seed"]): r["final_heldout_success"]
+        (r["algo"], r["seed"]): r[key]
         for r in runs
-        if r["status"] == "done" and r["final_heldout_success"] is not None
+        if r["status"] == "done" and r.get(key) is not None
     }
     out = []
     for arm in arms:
@@ -178,6 +250,27 @@ def paired_differences(
         diffs = [final[(arm, s)] - final[(baseline, s)] for s in seeds]
         out.append({"arm": arm, "baseline": baseline, "seeds": seeds, **mean_interval(diffs)})
     return out
+
+
+def grid_cost(
+    runs: Sequence[Mapping[str, Any]], start_sampled: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The grid's seconds so far, summed over its runs (:func:`run_cost`), and its sampled
+    held-out passes' episode seconds (the start's included)."""
+    costs = [r["cost"] for r in runs]
+    recorded = [c["cpu_s"] for c in costs if c["cpu_s"] is not None]
+    passes = [r["sampled"] for r in runs if r.get("sampled")] + [start_sampled or {}]
+    passes = [p for p in passes if p]
+    return {
+        "runs": len(costs),
+        "sampled_passes": len(passes),
+        "sampled_episode_s": sum(p["episode_s"] for p in passes),
+        "step_s": sum(c["step_s"] for c in costs),
+        "heldout_s": sum(c["heldout_s"] for c in costs),
+        "steps_timed": sum(c["steps_timed"] for c in costs),
+        "cpu_runs": len(recorded),
+        "cpu_s": sum(recorded) if recorded else None,
+    }
 
 
 def drift_agreement(runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -29,9 +29,13 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("α spread (max − min)", "alpha_spread"),
     ("positive-advantage share", "aem/positive_advantage_share"),
 )
+#: Panels of the paper-shaped grids' figure (:data:`benchmarks.learning.report.LEARNING_PNG`).
+LEARNING_PANELS: tuple[tuple[str, str], ...] = (PANELS[0], PANELS[2])
 #: Train curves are one batch per step; the plot shows a centred moving average this wide.
 SMOOTH = 5
 COLOURS = {"grpo": "#1f77b4", "aem": "#d62728"}
+#: Colours of the other arms, in their order (the tab10 palette less the two above).
+OTHER_COLOURS = ("#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f")
 
 
 def series(run: Mapping[str, Any], key: str) -> list[tuple[int, float]]:
@@ -65,21 +69,30 @@ def _smooth(values: Sequence[float], width: int) -> list[float]:
     return [statistics.fmean(values[max(0, i - half) : i + half + 1]) for i in range(len(values))]
 
 
-def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
-    """The five panels, one line per algorithm (mean over seeds, band ± std, thin seeds)."""
+def arm_colours(algos: Sequence[str]) -> dict[str, str]:
+    """One colour per arm: GRPO's and AEM's fixed, the others' in order."""
+    others = iter(OTHER_COLOURS * len(algos))
+    return {algo: COLOURS.get(algo) or next(others) for algo in algos}
+
+
+def plot_curves(
+    results: Mapping[str, Any], path: Path, *, panels: Sequence[tuple[str, str]] = PANELS
+) -> Path:
+    """The ``panels``, one line per algorithm (mean over seeds, band ± std, thin seeds)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     algos = [row["algo"] for row in results["summary"]]
-    figure, axes = plt.subplots(1, len(PANELS), figsize=(3.6 * len(PANELS), 3.2))
-    for axis, (title, key) in zip(axes, PANELS, strict=True):
+    colours = arm_colours(algos)
+    figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
+    for axis, (title, key) in zip(axes[0], panels, strict=True):
         width = 1 if key.startswith("heldout/") else SMOOTH
         drawn = False
         for algo in algos:
             runs = [r for r in results["runs"] if r["algo"] == algo and r["status"] != "pending"]
-            colour = COLOURS.get(algo)
+            colour = colours[algo]
             for run in runs:
                 points = series(run, key)
                 if points:
@@ -88,7 +101,16 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
             steps, means, stds = mean_curve(runs, key)
             if steps:
                 means, stds = _smooth(means, width), _smooth(stds, width)
-                axis.plot(steps, means, color=colour, lw=2, label=f"{algo.upper()} (n={len(runs)})")
+                sparse = width == 1 or len(steps) < 3  # held-out passes: a point every K steps
+                axis.plot(
+                    steps,
+                    means,
+                    color=colour,
+                    lw=2,
+                    marker="o" if sparse else None,
+                    ms=3,
+                    label=f"{algo.upper()} (n={len(runs)})",
+                )
                 axis.fill_between(
                     steps,
                     [m - s for m, s in zip(means, stds, strict=True)],
@@ -99,14 +121,18 @@ def plot_curves(results: Mapping[str, Any], path: Path) -> Path:
                 drawn = True
         if not drawn:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
-        if "success" in title or "share" in title:
+        if "share" in title:
             axis.set_ylim(-0.02, 1.02)
+        elif "success" in title:  # from 0 to what was reached: a few % stays readable
+            axis.set_ylim(-0.01, max(0.1, axis.get_ylim()[1]))
         if key == "heldout/success_rate":
             title = f"{title} ({scoring(results['config'])})"
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("step")
+        if results["config"]["train"].get("max_steps"):  # how far the runs have come
+            axis.set_xlim(0, results["config"]["train"]["max_steps"])
         axis.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, loc="best")
+    axes[0][0].legend(fontsize=8, loc="best")
     figure.suptitle(
         f"{results['experiment']}: mean over seeds ± std (thin: single seeds; train curves "
         f"smoothed over {SMOOTH} steps)",

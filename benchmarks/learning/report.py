@@ -4,7 +4,8 @@ Why only from results.json: the report can then be regenerated anywhere (``aem b
 CONFIG --report-only``), after the checkpoints are gone, and it shows exactly the numbers
 that were committed. Outputs: ``report.md``, ``report.html`` (self-contained), ``table.md``
 (the final-success table, to paste into docs/results.md or docs/mechanism.md) and
-``plots/curves.png``.
+``plots/curves.png``; for a grid in the paper's shape (:mod:`~benchmarks.learning.paper`) also
+``plots/learning.png``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.io import atomic_write_text
+from benchmarks.learning.paper import paper_markdown, reading, start_text
 from benchmarks.learning.plots import (
+    LEARNING_PANELS,
     lambda_arms,
     plot_curves,
     plot_dose,
@@ -30,6 +33,8 @@ PLOTS_DIR = "plots"
 CURVES_PNG = "curves.png"
 DRIFT_PNG = "drift.png"
 DOSE_PNG = "dose.png"
+#: The paper-shaped grids' figure: held-out success and token entropy per arm.
+LEARNING_PNG = "learning.png"
 
 
 def window_mean(run: Mapping[str, Any], key: str, lo: float, hi: float) -> float | None:
@@ -153,6 +158,7 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         "## Final held-out success",
         "",
         final_table(results),
+        *_paper_section(results),
         *_optional_sections(results),
         "## Entropy and advantage balance",
         "",
@@ -171,8 +177,64 @@ def markdown_report(results: Mapping[str, Any]) -> str:
             f"| {run['name']} | {run['status']} | {run.get('global_step') or '—'} | "
             f"{_fmt(run.get('final_heldout_success'))} |"
         )
+    if results.get("cost"):
+        lines += ["", "## Cost", "", cost_table(results)]
     lines += ["", f"Written {results.get('written', '')} from results.json.", ""]
     return "\n".join(lines)
+
+
+def _paper_section(results: Mapping[str, Any]) -> list[str]:
+    """The paper's table (estimator × {—, +AEM}) and its curves, for grids of that shape."""
+    table = results.get("paper")
+    if not table:
+        return []
+    return [
+        "## The paper's table",
+        "",
+        paper_markdown(table),
+        f"Start checkpoint (every run's): {start_text(table)}. {reading(table)}",
+        "",
+        f"![held-out success and entropy per arm]({PLOTS_DIR}/{LEARNING_PNG})",
+        "",
+    ]
+
+
+def hours(seconds: float | None) -> str:
+    """Seconds as hours: one decimal, two below an hour."""
+    if seconds is None:
+        return "—"
+    return f"{seconds / 3600:.{1 if seconds >= 3600 else 2}f}"
+
+
+def cost_table(results: Mapping[str, Any]) -> str:
+    """Markdown table: each run's hours (wall of its training steps and held-out passes from
+    its metrics; wall and CPU of its recorded processes; its sampled pass's episode-hours)
+    and the grid's total."""
+    lines = [
+        "| run | state | steps timed | step wall (h) | held-out wall (h) | "
+        "process wall (h) | process CPU (h) | sampled pass (episode-h) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in results["runs"]:
+        cost = run.get("cost") or {}
+        if not cost:
+            continue
+        sampled = run.get("sampled")
+        lines.append(
+            f"| {run['name']} | {run.get('state', run['status'])} | {cost['steps_timed']} | "
+            f"{hours(cost['step_s'])} | {hours(cost['heldout_s'])} | "
+            f"{hours(cost['session_wall_s']) if cost['sessions'] else '—'} | "
+            f"{hours(cost['cpu_s'])} | {hours(sampled['episode_s'] if sampled else None)} |"
+        )
+    total = results["cost"]
+    lines.append(
+        f"| **all** | | {total['steps_timed']} | {hours(total['step_s'])} | "
+        f"{hours(total['heldout_s'])} | | {hours(total['cpu_s'])} "
+        f"({total['cpu_runs']}/{total['runs']} runs recorded) | "
+        f"{hours(total['sampled_episode_s'])} (passes: {total['sampled_passes']}, the start's "
+        "included) |"
+    )
+    return "\n".join(lines) + "\n"
 
 
 def _optional_sections(results: Mapping[str, Any]) -> list[str]:
@@ -268,6 +330,8 @@ def write_report(out: Path, results: Mapping[str, Any]) -> dict[str, Path]:
     png_path = plot_curves(results, out / PLOTS_DIR / CURVES_PNG)
     plot_drift(results, out / PLOTS_DIR / DRIFT_PNG)
     plot_dose(results, out / PLOTS_DIR / DOSE_PNG)
+    if results.get("paper"):
+        plot_curves(results, out / PLOTS_DIR / LEARNING_PNG, panels=LEARNING_PANELS)
     text = markdown_report(results)
     paths = {
         "markdown": atomic_write_text(out / "report.md", text),

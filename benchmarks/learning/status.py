@@ -4,6 +4,8 @@ Why: a grid of hours-long runs is spread over processes and sessions that die; w
 next needs to know, without reading logs, which runs to start or resume. A run's folder says
 it: ``done.json`` is written last when it finishes, ``running.json`` (:func:`running`) names the
 process training it while it trains, and ``checkpoint-*`` is where a stopped one resumes.
+``sessions.json`` keeps each finished process's wall and CPU seconds: the grid's cost, which
+a run's metrics (wall time of its steps and held-out passes) cannot give on shared cores.
 """
 
 from __future__ import annotations
@@ -29,19 +31,46 @@ from benchmarks.learning.config import (
 from benchmarks.learning.heldout import HELDOUT_KEYS
 
 RUNNING_MARKER = "running.json"
+SESSIONS_FILE = "sessions.json"
 
 
 @contextmanager
-def running(run_dir: Path) -> Iterator[None]:
-    """Mark ``run_dir`` as trained by this process while the block runs."""
+def running(run_dir: Path, *, every: float = 60.0) -> Iterator[None]:
+    """Mark ``run_dir`` as trained by this process while the block runs, and keep this
+    session's wall and CPU seconds in ``sessions.json``, rewritten every ``every`` seconds
+    and at the end: a session killed outright (how most sessions of a long grid end) then
+    loses at most that much of its record."""
+    import json
+    import threading
+
     run_dir.mkdir(parents=True, exist_ok=True)
     marker = run_dir / RUNNING_MARKER
+    log = run_dir / SESSIONS_FILE
+    earlier = json.loads(log.read_text(encoding="utf-8")) if log.is_file() else []
+    started, cpu = time.time(), time.process_time()
+
+    def record() -> None:
+        wall, used = time.time() - started, time.process_time() - cpu
+        session = {"started": started, "wall_s": round(wall, 1), "cpu_s": round(used, 1)}
+        atomic_write_json(log, [*earlier, session])
+
     atomic_write_json(
-        marker, {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        marker, {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
     )
+    stop = threading.Event()
+
+    def keep() -> None:
+        while not stop.wait(every):
+            record()
+
+    keeper = threading.Thread(target=keep, name="session-seconds", daemon=True)
+    keeper.start()
     try:
         yield
     finally:
+        stop.set()
+        keeper.join()
+        record()
         marker.unlink(missing_ok=True)
 
 

@@ -228,7 +228,9 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     assert all(u["entropy"] >= 0.0 and u["entropy_after"] >= 0.0 for u in units)
     assert results["runs"][0]["status"] == "done"
     files = sorted(p.name for p in run_dir.iterdir())
-    assert files == ["done.json", "final", "metrics.csv", "units.csv.gz"]
+    assert files == ["done.json", "final", "metrics.csv", "sessions.json", "units.csv.gz"]
+    sessions = json.loads((run_dir / "sessions.json").read_text())
+    assert len(sessions) == 2  # the killed process's and the one that finished the run
     final = run_dir / "final"  # the trained weights outlive the checkpoints
     assert (final / "model.safetensors").is_file() and (final / "aem-prompt.json").is_file()
 

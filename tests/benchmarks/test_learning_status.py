@@ -16,6 +16,7 @@ from aem_cli.main import main
 from benchmarks.learning import config as lc
 from benchmarks.learning.status import (
     RUNNING_MARKER,
+    SESSIONS_FILE,
     format_status,
     run_status,
     running,
@@ -109,3 +110,20 @@ def test_the_running_marker_lives_as_long_as_the_run(tmp_path: Path) -> None:
         assert json.loads((run_dir / RUNNING_MARKER).read_text())["pid"] == os.getpid()
         raise KeyboardInterrupt  # a killed run leaves no marker claiming it still runs
     assert not (run_dir / RUNNING_MARKER).exists()
+
+
+def test_each_session_of_a_run_records_its_wall_and_cpu_seconds(tmp_path: Path) -> None:
+    """Rewritten while the run trains (a killed session keeps its record up to then) and at
+    its end; a resumed run's next session is added to the earlier ones."""
+    run_dir = tmp_path / "runs" / "grpo-seed0"
+    log = run_dir / SESSIONS_FILE
+    with running(run_dir, every=0.01):
+        while not log.is_file():  # the keeper's first record, written while the run trains
+            sum(i * i for i in range(10_000))
+        assert len(json.loads(log.read_text())) == 1
+    with pytest.raises(KeyboardInterrupt), running(run_dir, every=60):
+        raise KeyboardInterrupt
+    sessions = json.loads(log.read_text())
+    assert len(sessions) == 2
+    assert all(s["wall_s"] >= 0 and s["cpu_s"] >= 0 and s["started"] > 0 for s in sessions)
+    assert sessions[0]["started"] <= sessions[1]["started"]

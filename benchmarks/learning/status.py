@@ -10,8 +10,10 @@ a run's metrics (wall time of its steps and held-out passes) cannot give on shar
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -40,9 +42,6 @@ def running(run_dir: Path, *, every: float = 60.0) -> Iterator[None]:
     session's wall and CPU seconds in ``sessions.json``, rewritten every ``every`` seconds
     and at the end: a session killed outright (how most sessions of a long grid end) then
     loses at most that much of its record."""
-    import json
-    import threading
-
     run_dir.mkdir(parents=True, exist_ok=True)
     marker = run_dir / RUNNING_MARKER
     log = run_dir / SESSIONS_FILE

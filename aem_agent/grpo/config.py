@@ -374,6 +374,19 @@ class AEMConfig(GRPOConfig, PromptSettings):
         return "aem" if self.aem_enabled else "grpo"
 
     @property
+    def updates_per_batch(self) -> int:
+        """Optimizer steps TRL takes on each rollout batch (``global_step`` counts these).
+
+        TRL generates once every ``steps_per_generation × num_iterations`` micro-steps and
+        takes an optimizer step every ``gradient_accumulation_steps`` of them: more than one
+        per batch means PPO-style mini-batch updates, the only setting in which the policy
+        ratio (and so DAPO's clip-higher or GSPO's sequence-level ratio) differs from 1.
+        """
+        assert self.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
+        micro_steps = self.steps_per_generation * self.num_iterations
+        return max(micro_steps // self.gradient_accumulation_steps, 1)
+
+    @property
     def aem_active(self) -> bool:
         """Whether advantages are modulated at all (AEM on and λ ≠ 0)."""
         return self.aem_enabled and self.aem_lambda != 0

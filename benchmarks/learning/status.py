@@ -84,9 +84,7 @@ def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
         else:
             state = "waiting"
         if state == "stopped":
-            note = note or (
-                f"resumes from {newest.name}" if newest else "restarts from step 0"
-            )
+            note = note or (f"resumes from {newest.name}" if newest else "restarts from step 0")
         heldout = last_value(rows, HELDOUT_KEYS[0])
         statuses.append(RunStatus(name, state, step, checkpoint, heldout, note))
     return statuses

@@ -178,10 +178,11 @@ class AEMConfig(GRPOConfig, PromptSettings):
             Most tokens (rows × padded length) in one training forward: each micro-batch TRL
             hands the trainer is split into chunks of this size, each back-propagated on its
             own, the same number of chunks on every process. Exact for the loss types that
-            normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`);
-            other loss types, and any run with a per-micro-batch term that chunks would change
-            (`entropy_coef`, `top_entropy_quantile` < 1, an MoE auxiliary loss), keep TRL's
-            one forward per micro-batch.
+            normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`) and
+            for `grpo`'s mean over rows without a KL term (`beta` 0), each chunk weighted by
+            its rows; other loss types, and any run with a per-micro-batch term that chunks
+            would change (`entropy_coef`, `top_entropy_quantile` < 1, an MoE auxiliary loss),
+            keep TRL's one forward per micro-batch.
 
         > Credit assignment (``docs/credit.md``)
 

@@ -214,10 +214,11 @@ class AEMGRPOTrainer(StepLayoutMixin, TrajectoryLayoutMixin, GRPOInternals):
         batch's token count, so chunks add up exactly; the row-mean ``grpo`` loss does once
         each chunk is weighted by its share of the rows (:data:`ROW_MEAN_LOSSES`), unless a
         KL term (``beta``), which that weight does not reach, is on. TRL's other
-        per-micro-batch terms do not: the entropy bonus (``entropy_coef``, or the adaptive one) is a mean over the
-        micro-batch's tokens, ``top_entropy_quantile`` keeps tokens above a quantile of the
-        micro-batch's entropies, and the MoE auxiliary loss is a load-balancing statistic of
-        the micro-batch's router logits; each of these chunked would be a different loss.
+        per-micro-batch terms do not: the entropy bonus (``entropy_coef``, or the adaptive
+        one) is a mean over the micro-batch's tokens, ``top_entropy_quantile`` keeps tokens
+        above a quantile of the micro-batch's entropies, and the MoE auxiliary loss is a
+        load-balancing statistic of the micro-batch's router logits; each of these chunked
+        would be a different loss.
         """
         row_mean = self.loss_type in ROW_MEAN_LOSSES and self.beta == 0.0
         exact = self.loss_type in CHUNKABLE_LOSSES or row_mean

@@ -19,7 +19,10 @@ import json
 import os
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from aem_agent.rollout.groups import MultiTurnRollout
 
 #: (setting, its train settings, the setting it is compared with). The arms' settings are
 #: the small-agent grid's own (``alfworld-small.yaml``).
@@ -66,10 +69,11 @@ def batch_update(
         setup = build_config(values)
         trainer = build_trainer(setup.config, start, model=setup.model)
         before = [p.detach().clone() for p in trainer.model.parameters()]
+        rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
         try:
             trainer.train()
         finally:
-            trainer.rollout_func.close()
+            rollout.close()
         change = [
             (p.detach() - b).flatten()
             for p, b in zip(trainer.model.parameters(), before, strict=True)

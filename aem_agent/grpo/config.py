@@ -178,10 +178,11 @@ class AEMConfig(GRPOConfig, PromptSettings):
             Most tokens (rows × padded length) in one training forward: each micro-batch TRL
             hands the trainer is split into chunks of this size, each back-propagated on its
             own, the same number of chunks on every process. Exact for the loss types that
-            normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`);
-            other loss types, and any run with a per-micro-batch term that chunks would change
-            (`entropy_coef`, `top_entropy_quantile` < 1, an MoE auxiliary loss), keep TRL's
-            one forward per micro-batch.
+            normalise by the batch's token count (`dapo`, the default, `cispo`, `vespo`) and
+            for `grpo`'s mean over rows without a KL term (`beta` 0), each chunk weighted by
+            its rows; other loss types, and any run with a per-micro-batch term that chunks
+            would change (`entropy_coef`, `top_entropy_quantile` < 1, an MoE auxiliary loss),
+            keep TRL's one forward per micro-batch.
 
         > Credit assignment (``docs/credit.md``)
 
@@ -372,6 +373,19 @@ class AEMConfig(GRPOConfig, PromptSettings):
         if self.credit is not None:
             return self.credit
         return "aem" if self.aem_enabled else "grpo"
+
+    @property
+    def updates_per_batch(self) -> int:
+        """Optimizer steps TRL takes on each rollout batch (``global_step`` counts these).
+
+        TRL generates once every ``steps_per_generation × num_iterations`` micro-steps and
+        takes an optimizer step every ``gradient_accumulation_steps`` of them: more than one
+        per batch means PPO-style mini-batch updates, the only setting in which the policy
+        ratio (and so DAPO's clip-higher or GSPO's sequence-level ratio) differs from 1.
+        """
+        assert self.steps_per_generation is not None  # GRPOConfig.__post_init__ sets it
+        micro_steps = self.steps_per_generation * self.num_iterations
+        return max(micro_steps // self.gradient_accumulation_steps, 1)
 
     @property
     def aem_active(self) -> bool:

@@ -88,11 +88,14 @@ class MetricsWriter:
     """Keeps every logged step and rewrites ``metrics.csv`` atomically after each log.
 
     On resume it keeps the rows of the earlier run up to the checkpoint's step, so the file
-    reads as one run.
+    reads as one run. With ``updates`` > 1 a row's step counts rollout batches of that many
+    optimizer steps each (the learning harness's arms with mini-batch updates; log every
+    ``updates`` optimizer steps so that each row is one batch).
     """
 
-    def __init__(self, path: Path, *, resume_step: int | None = None) -> None:
+    def __init__(self, path: Path, *, resume_step: int | None = None, updates: int = 1) -> None:
         self.path = path
+        self.updates = updates
         self.rows: list[dict[str, Any]] = []
         if resume_step is not None and path.is_file():
             with path.open(newline="") as handle:
@@ -119,7 +122,7 @@ class MetricsWriter:
         class _Callback(TrainerCallback):
             def on_log(self, args, state, control, logs=None, **kwargs):
                 if state.is_world_process_zero and logs:
-                    writer.add(state.global_step, logs)
+                    writer.add(state.global_step // writer.updates, logs)
 
         return _Callback()
 

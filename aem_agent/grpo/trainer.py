@@ -52,6 +52,10 @@ STATES = frozenset({"reward", "anchor"})
 #: TRL loss types normalised by the batch's token count: chunked back-propagation is exact
 #: (when no other per-micro-batch term is on: ``AEMGRPOTrainer._chunking_exact``).
 CHUNKABLE_LOSSES = frozenset({"dapo", "cispo", "vespo"})
+#: TRL loss types averaging per-row means over the micro-batch's rows (``grpo``: GSPO's
+#: sequence mean): exact in chunks each weighted by its share of the rows, which scaling its
+#: advantages does while the loss is positively homogeneous in them (no KL term).
+ROW_MEAN_LOSSES = frozenset({"grpo"})
 
 
 class AEMGRPOTrainer(StepLayoutMixin, TrajectoryLayoutMixin, GRPOInternals):
@@ -195,19 +199,30 @@ class AEMGRPOTrainer(StepLayoutMixin, TrajectoryLayoutMixin, GRPOInternals):
         device = self.accelerator.device
         n_chunks = int(self.accelerator.gather(torch.tensor([wanted], device=device)).max())
         chunks = turn_rows.chunk_batch(batch, n_chunks) if n_chunks > 1 else [batch]
+        if n_chunks > 1 and self.loss_type in ROW_MEAN_LOSSES:
+            rows = batch["completion_ids"].shape[0]
+            for chunk in chunks:  # TRL divides each chunk's sum by its own row count
+                chunk["advantages"] = chunk["advantages"] * (
+                    chunk["completion_ids"].shape[0] / rows
+                )
         return self.train_chunks(model, chunks, num_items_in_batch)
 
     def _chunking_exact(self) -> bool:
         """Whether the micro-batch's loss is a sum of per-token terms over the whole batch.
 
         The token-normalised policy losses (``dapo``, ``cispo``, ``vespo``) divide by the
-        batch's token count, so chunks add up exactly. TRL's other per-micro-batch terms do
-        not: the entropy bonus (``entropy_coef``, or the adaptive one) is a mean over the
-        micro-batch's tokens, ``top_entropy_quantile`` keeps tokens above a quantile of the
-        micro-batch's entropies, and the MoE auxiliary loss is a load-balancing statistic of
-        the micro-batch's router logits; each of these chunked would be a different loss.
+        batch's token count, so chunks add up exactly; the row-mean ``grpo`` loss does once
+        each chunk is weighted by its share of the rows (:data:`ROW_MEAN_LOSSES`), unless a
+        KL term (``beta``), which that weight does not reach, is on. TRL's other
+        per-micro-batch terms do not: the entropy bonus (``entropy_coef``, or the adaptive
+        one) is a mean over the micro-batch's tokens, ``top_entropy_quantile`` keeps tokens
+        above a quantile of the micro-batch's entropies, and the MoE auxiliary loss is a
+        load-balancing statistic of the micro-batch's router logits; each of these chunked
+        would be a different loss.
         """
-        return self.loss_type in CHUNKABLE_LOSSES and not self.per_micro_batch_terms()
+        row_mean = self.loss_type in ROW_MEAN_LOSSES and self.beta == 0.0
+        exact = self.loss_type in CHUNKABLE_LOSSES or row_mean
+        return exact and not self.per_micro_batch_terms()
 
     # ------------------------------------------------------------------ credit
     def _assign_credit(

@@ -54,9 +54,10 @@ class UnitsWriter:
         atomic_write_bytes(self.path, gzip.compress(buffer.getvalue().encode(), mtime=0))
 
 
-def drift_callback(writer: Any, units: UnitsWriter) -> Any:
-    """A ``TrainerCallback`` that, after every optimizer step, scores the step's units again
-    (:mod:`this module <benchmarks.learning.drift>`) and adds ``drift/*`` to ``writer``.
+def drift_callback(writer: Any, units: UnitsWriter, *, updates: int = 1) -> Any:
+    """A ``TrainerCallback`` that, after each rollout batch's last optimizer step (of
+    ``updates``), scores the batch's units again (:mod:`this module
+    <benchmarks.learning.drift>`) and adds ``drift/*`` to ``writer``, at the batch's step.
     Call ``.bind(trainer)`` once the trainer exists."""
     from transformers import TrainerCallback
 
@@ -70,12 +71,13 @@ def drift_callback(writer: Any, units: UnitsWriter) -> Any:
 
         def on_step_end(self, args, state, control, **kwargs):
             record = getattr(self.trainer, "aem_record", None)
-            if record is None or not state.is_world_process_zero:
+            step, within = divmod(state.global_step, updates)
+            if record is None or within or not state.is_world_process_zero:
                 return
             self.trainer.aem_record = None  # scored once
-            step_rows, stats = measure(self.trainer, record, state.global_step)
+            step_rows, stats = measure(self.trainer, record, step)
             units.add(step_rows)
-            writer.add(state.global_step, stats)
+            writer.add(step, stats)
 
     return Drift()
 

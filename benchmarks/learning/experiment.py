@@ -82,7 +82,41 @@ def run_settings(
         "env_kwargs": dict(config.env_kwargs),
         "env_split": config.train_split,
     }
-    return settings
+    return in_optimizer_steps(settings)
+
+
+#: Trainer settings a learning config counts in rollout batches (the grid's "steps").
+BATCH_COUNTED = ("max_steps", "save_steps", "logging_steps")
+
+
+def in_optimizer_steps(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with the counts of :data:`BATCH_COUNTED` turned into TRL's optimizer steps.
+
+    Why: an arm that takes several optimizer steps per rollout batch (PPO mini-batches, as
+    the DAPO and GSPO arms do) must still run as many batches, be scored and checkpointed
+    after the same batches, and log one row per batch, as an arm that takes one; arms are
+    compared by the batches they have seen. An arm with one update per batch is unchanged.
+    A count below 1 (TRL's share of the run) is already relative and left as it is.
+    """
+    from aem_agent.grpo.run import build_config
+
+    train = build_config(settings).config
+    updates = train.updates_per_batch
+    if updates == 1:
+        return settings
+    scaled = {key: getattr(train, key) for key in BATCH_COUNTED}
+    return {
+        **settings,
+        **{key: int(value * updates) for key, value in scaled.items() if value >= 1},
+    }
+
+
+def updates_per_batch(config: LearningConfig, arm: str) -> int:
+    """Optimizer steps each rollout batch of ``arm`` takes (checkpoint names count these)."""
+    from aem_agent.grpo.run import build_config
+
+    settings = run_settings(config, arm, config.arm(arm).seeds[0], Path("unused"))
+    return build_config(settings).config.updates_per_batch
 
 
 def configure_torch(threads: int | None) -> None:
@@ -126,9 +160,12 @@ def run_one(
     setup = build_config(run_settings(config, algo, seed, run_dir))
     train_config = setup.config
     configure_torch(setup.run.torch_threads)
+    # metrics.csv, units.csv.gz, held-out cadence and done.json count rollout batches;
+    # TRL's global_step and checkpoint names count optimizer steps, ``updates`` per batch
+    updates = train_config.updates_per_batch
     checkpoint = last_checkpoint(run_dir)
-    resume_step = int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
-    writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step)
+    resume_step = int(checkpoint.name.split("-")[1]) // updates if checkpoint else None
+    writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step, updates=updates)
     if resume_step is None:
         writer.add(0, start_heldout_row(start_dir))  # its step 0 is the start's score
     specs = heldout_specs(config)
@@ -139,8 +176,10 @@ def run_one(
         seed=config.eval_seed,
         writer=writer,
         method=config.eval_method,
+        updates=updates,
     )
-    drift = drift_callback(writer, UnitsWriter(run_dir / UNITS_FILE, resume_step=resume_step))
+    units = UnitsWriter(run_dir / UNITS_FILE, resume_step=resume_step)
+    drift = drift_callback(writer, units, updates=updates)
     tag = f"[{algo}-seed{seed}]"
     trainer = build_trainer(
         train_config,
@@ -161,7 +200,8 @@ def run_one(
     log(
         f"{tag} "
         + (f"resuming from {checkpoint.name}" if checkpoint else "starting")
-        + f" ({train_config.max_steps} steps)"
+        + f" ({train_config.max_steps // updates} steps"
+        + (f" of {updates} optimizer updates each)" if updates > 1 else ")")
     )
     started = time.perf_counter()
     try:
@@ -175,7 +215,8 @@ def run_one(
     summary = {
         "algo": algo,
         "seed": seed,
-        "global_step": trainer.state.global_step,
+        "global_step": trainer.state.global_step // updates,  # rollout batches
+        "optimizer_steps": trainer.state.global_step,
         "final_heldout_success": final,
         "resumed_from": checkpoint.name if checkpoint else None,
         "seconds_last_session": round(time.perf_counter() - started, 1),

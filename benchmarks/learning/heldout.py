@@ -170,9 +170,11 @@ def heldout_callback(
     seed: int,
     writer: Any,
     method: str = "play",
+    updates: int = 1,
 ) -> Any:
     """A ``TrainerCallback`` scoring the held-out split at step 0, every ``every`` steps and at
     the last step, writing one ``heldout/*`` row per evaluation into ``writer`` (metrics.csv).
+    A step is a rollout batch of ``updates`` optimizer steps (TRL's ``global_step``).
 
     Steps already scored in ``writer``'s rows (a resumed run) are not scored again. Call
     ``.bind(trainer)`` once the trainer exists (a callback is built before its trainer).
@@ -203,12 +205,13 @@ def heldout_callback(
 
         def on_train_begin(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
-                self._score(state.global_step)
+                self._score(state.global_step // updates)
 
         def on_step_end(self, args, state, control, **kwargs):
+            step, within = divmod(state.global_step, updates)
             last = state.global_step >= state.max_steps
-            if state.is_world_process_zero and (state.global_step % every == 0 or last):
-                self._score(state.global_step)
+            if state.is_world_process_zero and not within and (step % every == 0 or last):
+                self._score(step)
 
     return HeldOut()
 

@@ -30,6 +30,7 @@ from benchmarks.learning.config import (
     TASK_CHECK_FILE,
     LearningConfig,
 )
+from benchmarks.learning.experiment import updates_per_batch
 from benchmarks.learning.heldout import HELDOUT_KEYS
 
 RUNNING_MARKER = "running.json"
@@ -86,18 +87,20 @@ class RunStatus:
 
 
 def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
-    """The status of every run of ``config``'s grid in ``out``."""
+    """The status of every run of ``config``'s grid in ``out``, steps in rollout batches
+    (a checkpoint's name counts optimizer steps: :func:`updates_per_batch` of them a batch)."""
     import json
 
     from aem_agent.grpo.run import METRICS_FILE, last_checkpoint
 
+    updates = {arm: updates_per_batch(config, arm) for arm in config.algorithms}
     statuses = []
-    for _, _, name in config.run_names():
+    for arm, _, name in config.run_names():
         run_dir = out / RUNS_DIR / name
         rows = read_metrics(run_dir / METRICS_FILE)
         step = int(rows[-1]["step"]) if rows and "step" in rows[-1] else None
         newest = last_checkpoint(run_dir) if run_dir.is_dir() else None
-        checkpoint = int(newest.name.split("-")[1]) if newest else None
+        checkpoint = int(newest.name.split("-")[1]) // updates[arm] if newest else None
         note = ""
         if (run_dir / DONE_MARKER).is_file():
             state = "done"
@@ -109,9 +112,7 @@ def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
         else:
             state = "waiting"
         if state == "stopped":
-            note = note or (
-                f"resumes from checkpoint-{checkpoint}" if checkpoint else "restarts from step 0"
-            )
+            note = note or (f"resumes from {newest.name}" if newest else "restarts from step 0")
         heldout = last_value(rows, HELDOUT_KEYS[0])
         statuses.append(RunStatus(name, state, step, checkpoint, heldout, note))
     return statuses

@@ -36,6 +36,7 @@ from benchmarks.learning.env import ENV_ID, register
 from benchmarks.learning.grid import run_grid
 from benchmarks.learning.report import final_table
 from benchmarks.learning.start import warmup_teacher
+from benchmarks.learning.status import run_status
 
 LUCKY_ID = "aemtest/LuckyDoor-v0"
 
@@ -191,10 +192,14 @@ def test_training_raises_heldout_success_above_the_start(tmp_path, lucky_env_id)
 
 
 # ---------------------------------------------------------------------------- the harness
+@pytest.mark.parametrize("updates", [1, 2])
 def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
-    tmp_path, lucky_env_id
+    tmp_path, lucky_env_id, updates: int
 ) -> None:
-    config = experiment(lucky_env_id)
+    """With ``updates`` optimizer steps per rollout batch (PPO mini-batches, the DAPO and
+    GSPO arms' setting) the run still lasts, logs, is scored and checkpointed by batches."""
+    mini_batches = {"steps_per_generation": updates, "per_device_train_batch_size": 8 // updates}
+    config = experiment(lucky_env_id, train=mini_batches)
     out = tmp_path / "out"
     run_dir = out / lc.RUNS_DIR / "grpo-seed0"
 
@@ -202,19 +207,23 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
 
     class Kill(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
-            if state.global_step == 3:
+            if state.global_step == 3 * updates - (updates > 1):  # inside batch 3
                 raise KeyboardInterrupt("killed")
 
     with pytest.raises(KeyboardInterrupt):
         run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
     assert not (run_dir / lc.DONE_MARKER).exists()
-    assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-2"]
+    assert [p.name for p in run_dir.glob("checkpoint-*")] == [f"checkpoint-{2 * updates}"]
+    [stopped] = [s for s in run_status(config, out) if s.name == "grpo-seed0"]
+    assert (stopped.checkpoint, stopped.note) == (2, f"resumes from checkpoint-{2 * updates}")
 
     resumed: list[str] = []
     results = run_grid(config, out, log=resumed.append)
-    assert any(line.startswith("[grpo-seed0] step 4/4: reward") for line in resumed), resumed
+    last = f"[grpo-seed0] step {4 * updates}/{4 * updates}: reward"  # TRL's optimizer steps
+    assert any(line.startswith(last) for line in resumed), resumed
     done = json.loads((run_dir / lc.DONE_MARKER).read_text())
-    assert done["resumed_from"] == "checkpoint-2" and done["global_step"] == 4
+    assert done["resumed_from"] == f"checkpoint-{2 * updates}" and done["global_step"] == 4
+    assert done["optimizer_steps"] == 4 * updates
     with (run_dir / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     train_steps = [int(r["step"]) for r in rows if r.get("reward")]

@@ -11,7 +11,7 @@ import pytest
 
 from aem_agent.grpo.run import build_config
 from benchmarks.learning.config import load_config
-from benchmarks.learning.experiment import run_settings
+from benchmarks.learning.experiment import run_settings, updates_per_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = sorted((ROOT / "benchmarks" / "learning" / "configs").glob("*.yaml"))
@@ -48,3 +48,81 @@ def test_gpu_check_without_a_gpu_says_so() -> None:
     )
     assert done.returncode == 2
     assert "no CUDA GPU visible" in done.stderr and "Traceback" not in done.stderr
+
+
+SMALL = ROOT / "benchmarks" / "learning" / "configs" / "alfworld-small.yaml"
+#: Every setting the small-agent grid's GRPO and AEM runs were started with: later sessions
+#: resume them with the code of the day, so these must never change.
+SMALL_RUN = {
+    "save_strategy": "steps",
+    "save_steps": 1,
+    "save_total_limit": 1,
+    "report_to": "none",
+    "use_peft": False,
+    "torch_threads": 1,
+    "rollout_layout": "step",
+    "max_turns": 30,
+    "max_turn_tokens": 16,
+    "prompt_style": "compact",
+    "history_window": 1,
+    "reply_prefix": "<action>",
+    "num_tasks": 1024,
+    "max_steps": 100,
+    "per_device_train_batch_size": 64,
+    "num_generations": 8,
+    "max_completion_length": 4096,
+    "learning_rate": 1.0e-4,
+    "lr_scheduler_type": "constant",
+    "temperature": 1.0,
+    "top_k": 0,
+    "beta": 0.0,
+    "env_workers": 1,
+    "logging_steps": 1,
+    "env_ids": ["aem/ALFWorld-v0"],
+    "env_kwargs": {},
+    "env_split": "train",
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("algo", ["grpo", "aem"])
+def test_the_small_grids_grpo_and_aem_runs_keep_their_settings(
+    algo: str, seed: int, tmp_path: Path
+) -> None:
+    config = load_config(SMALL)
+    assert (algo, seed, f"{algo}-seed{seed}") in config.run_names()
+    expected = {**SMALL_RUN, "algo": algo, "seed": seed, "output_dir": str(tmp_path)}
+    assert run_settings(config, algo, seed, tmp_path) == expected
+    assert config.baseline == "grpo" and config.arm(algo).estimator == "grpo"
+
+
+def test_the_small_grids_estimator_arms_see_the_same_batches(tmp_path: Path) -> None:
+    """Every arm of the paper's table plays 64 episodes (8 groups of 8) per rollout batch and
+    100 batches, checkpointed and logged after each; DAPO and GSPO take 4 mini-batch
+    updates per batch, so TRL counts 4 optimizer steps per grid step."""
+    config = load_config(SMALL)
+    estimators = {arm: config.arm(arm).estimator for arm in config.algorithms}
+    assert estimators == {
+        "grpo": "grpo",
+        "aem": "grpo",
+        "dapo": "dapo",
+        "dapo-aem": "dapo",
+        "gspo": "gspo",
+        "gspo-aem": "gspo",
+    }
+    for arm in config.algorithms:
+        train = build_config(run_settings(config, arm, 0, tmp_path)).config
+        updates = updates_per_batch(config, arm)
+        assert train.updates_per_batch == updates == (1 if arm in ("grpo", "aem") else 4)
+        assert (train.generation_batch_size, train.num_generations) == (64, 8)
+        assert (train.max_steps, train.save_steps, train.logging_steps) == (
+            100 * updates,
+            updates,
+            updates,
+        )
+        assert train.aem_enabled == arm.endswith("aem")
+    dapo = build_config(run_settings(config, "dapo-aem", 0, tmp_path)).config
+    assert (dapo.loss_type, dapo.epsilon, dapo.epsilon_high) == ("dapo", 0.2, 0.28)
+    gspo = build_config(run_settings(config, "gspo", 0, tmp_path)).config
+    assert (gspo.importance_sampling_level, gspo.loss_type) == ("sequence", "grpo")
+    assert (gspo.epsilon, gspo.epsilon_high) == (3e-4, 4e-4)

@@ -127,3 +127,20 @@ def test_each_session_of_a_run_records_its_wall_and_cpu_seconds(tmp_path: Path) 
     assert len(sessions) == 2
     assert all(s["wall_s"] >= 0 and s["cpu_s"] >= 0 and s["started"] > 0 for s in sessions)
     assert sessions[0]["started"] <= sessions[1]["started"]
+
+
+def test_an_arm_with_mini_batch_updates_stands_at_its_rollout_batch(tmp_path: Path) -> None:
+    """Two optimizer steps per rollout batch: checkpoint-8 is batch 4, as metrics.csv counts."""
+    mini_batches = "{steps_per_generation: 2, per_device_train_batch_size: 4}"
+    (tmp_path / "exp.yaml").write_text(
+        "name: t\nseeds: [0]\nenv: {id: aemtest/Unused-v0}\n"
+        "train: {per_device_train_batch_size: 8, num_generations: 4, max_steps: 10}\n"
+        f"arms:\n  grpo: {{algo: grpo}}\n  dapo: {{algo: grpo, train: {mini_batches}}}\n"
+    )
+    out = tmp_path / "out"
+    _run(out, "grpo-seed0", steps=5, checkpoint=4)
+    _run(out, "dapo-seed0", steps=5, checkpoint=8)
+    status = {s.name: s for s in run_status(lc.load_config(tmp_path / "exp.yaml"), out)}
+    assert (status["grpo-seed0"].step, status["grpo-seed0"].checkpoint) == (5, 4)
+    assert (status["dapo-seed0"].step, status["dapo-seed0"].checkpoint) == (5, 4)
+    assert status["dapo-seed0"].note == "resumes from checkpoint-8"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The small-agent grid (alfworld-small.yaml), all of it, resumably: the SFT start
 # (alfworld-small-start.sh), a gate on its train-split success, then two processes, one per
-# algorithm (GRPO: seeds 0, 1, 2 in turn; AEM likewise, started once the first has built the
+# arm (GRPO: seeds 0, 1, 2 in turn; AEM likewise, started once the first has built the
 # grid's start/ and task check), and after each run its sampled held-out score
-# (benchmarks/suites/small-agent-unseen.yaml; the start's first, in the AEM process). Rerun the same command after
-# anything stops: finished pieces are skipped, a killed run resumes from its newest checkpoint.
+# (benchmarks/suites/small-agent-unseen.yaml; the start's first, in the AEM process). Once
+# both have ended, DAPO and DAPO+AEM the same way, then GSPO and GSPO+AEM. Rerun the same
+# command after anything stops: finished pieces are skipped, a killed run resumes from its
+# newest checkpoint, and no later pair starts while an earlier one has a lane that failed.
 # Where it stands: aem bench learning CONFIG --out OUT --status
 # Usage: bash benchmarks/learning/configs/alfworld-small-grid.sh [OUT] (default
 # benchmarks/learning/results/alfworld-small; the start goes to runs/small-start).
@@ -40,11 +42,27 @@ lane() {  # lane ALGO: its three seeds in turn, each followed by its sampled hel
     done
 }
 
+ended() {  # ended PID...: wait for every lane; stop the grid if one of them failed
+    local failed=0 pid
+    for pid in "$@"; do wait "$pid" || failed=1; done
+    if ((failed)); then
+        echo "a lane stopped (logs in $OUT/logs): rerun this script to resume it" >&2
+        exit 1
+    fi
+}
+
 lane grpo > "$OUT/logs/grpo.log" 2>&1 &
+grpo=$!
 until [[ -f $OUT/task-check.json ]]; do  # the AEM lane reuses the start the first lane builds
-    kill -0 $! 2> /dev/null || { echo "the GRPO lane stopped before the start was built" >&2; exit 1; }
+    kill -0 $grpo 2> /dev/null || { echo "the GRPO lane stopped before the start was built" >&2; exit 1; }
     sleep 60
 done
 { sampled "$START/act" start; lane aem; } > "$OUT/logs/aem.log" 2>&1 &
-wait
+ended $grpo $!
+for estimator in dapo gspo; do  # each estimator without and with AEM, side by side
+    lane "$estimator" > "$OUT/logs/$estimator.log" 2>&1 &
+    base=$!
+    lane "$estimator-aem" > "$OUT/logs/$estimator-aem.log" 2>&1 &
+    ended $base $!
+done
 $AEM bench learning "$CONFIG" --out "$OUT" --status

@@ -440,6 +440,11 @@ def tiny_moe_dir(tiny_model_dir, tmp_path_factory) -> Path:
     ("term", "overrides"),
     [
         ("policy loss", {}),
+        (
+            "sequence-mean policy loss",
+            {"loss_type": "grpo", "importance_sampling_level": "sequence"},
+        ),
+        ("KL term of a sequence-mean loss", {"loss_type": "grpo", "beta": 0.1}),
         ("entropy bonus", {"entropy_coef": 0.5}),
         ("high-entropy token mask", {"top_entropy_quantile": 0.2}),
         ("MoE auxiliary loss", {}),
@@ -484,7 +489,7 @@ def test_chunked_backward_gives_the_gradient_of_one_forward(
         grads[budget] = (loss.item(), [p.grad.clone() for p in trainer.model.parameters()], calls)
     (whole_loss, whole, whole_calls), (chunk_loss, chunked, chunk_calls) = grads.values()
     assert len(whole_calls) == 1
-    if term == "policy loss":  # the one case chunks are exact: it is chunked
+    if term.endswith("policy loss"):  # the cases chunks are exact: they are chunked
         assert len(chunk_calls) > 1
         assert max(r * t for r, t in chunk_calls) < whole_calls[0][0] * whole_calls[0][1]
     assert chunk_loss == pytest.approx(whole_loss, rel=1e-9, abs=1e-12)

@@ -96,6 +96,49 @@ class Arm:
 
 
 @dataclass(frozen=True)
+class SampledEval:
+    """A second held-out pass during a run (``eval.sampled`` in the YAML): every held-out
+    task played ``samples`` times at ``temperature``, every ``every`` steps and at the last.
+
+    Why: the greedy pass of a weak start sits near the floor (its one action per state can
+    repeat a wrong move forever), so its curve cannot show learning where sampled success,
+    over enough episodes for a small standard error, can. Not at step 0: the grid scores the
+    start's sampled success once, not once per run.
+    """
+
+    every: int
+    samples: int
+    temperature: float = 1.0
+    seed: int = 0
+
+    @classmethod
+    def parse(cls, data: Any) -> SampledEval | None:
+        if data is None:
+            return None
+        if not isinstance(data, Mapping):
+            raise ExperimentError("eval.sampled must be a mapping {every, samples, temperature}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ExperimentError(f"unknown eval.sampled key(s) {unknown}; known: {sorted(known)}")
+        missing = sorted({"every", "samples"} - set(data))
+        if missing:
+            raise ExperimentError(f"eval.sampled needs {missing} (e.g. every: 50, samples: 10)")
+        sampled = cls(
+            every=int(data["every"]),
+            samples=int(data["samples"]),
+            temperature=float(data.get("temperature", 1.0)),
+            seed=int(data.get("seed", 0)),
+        )
+        if min(sampled.every, sampled.samples) < 1 or sampled.temperature <= 0:
+            raise ExperimentError(
+                "eval.sampled: every and samples must be at least 1 and temperature above 0 "
+                "(a greedy pass is eval's own)"
+            )
+        return sampled
+
+
+@dataclass(frozen=True)
 class LearningConfig:
     """One experiment: what is varied (arms, seeds) and everything held fixed.
 
@@ -132,6 +175,8 @@ class LearningConfig:
     #: ``"exact"``: the held-out success is computed from the policy's reply probabilities
     #: (:mod:`benchmarks.learning.exact`); ``"play"``: episodes are played and counted.
     eval_method: str = "play"
+    #: The sampled held-out pass during runs (``eval.sampled``), if any.
+    sampled_eval: SampledEval | None = None
 
     def arm(self, name: str) -> Arm:
         return self.arms.get(name) or Arm(name, self.seeds)
@@ -224,6 +269,7 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         arms=arms,
         baseline=baseline,
         eval_method=method,
+        sampled_eval=SampledEval.parse(evaluation.get("sampled")),
     )
     if config.train_split == config.eval_split:
         raise ExperimentError(

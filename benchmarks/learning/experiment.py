@@ -48,6 +48,7 @@ from benchmarks.learning.config import DONE_MARKER, LearningConfig
 from benchmarks.learning.drift import UNITS_FILE, UnitsWriter, drift_callback
 from benchmarks.learning.heldout import (
     HELDOUT_KEYS,
+    SAMPLED_PREFIX,
     ensure_env,
     heldout_callback,
     heldout_specs,
@@ -178,6 +179,22 @@ def run_one(
         method=config.eval_method,
         updates=updates,
     )
+    evaluations = [heldout]
+    if config.sampled_eval is not None:  # each held-out task ``samples`` times, not at step 0
+        sampled = config.sampled_eval
+        evaluations.append(
+            heldout_callback(
+                specs * sampled.samples,
+                sampled.every,
+                temperature=sampled.temperature,
+                seed=sampled.seed,
+                writer=writer,
+                updates=updates,
+                prefix=SAMPLED_PREFIX,
+                at_start=False,
+                batch=len(specs),
+            )
+        )
     units = UnitsWriter(run_dir / UNITS_FILE, resume_step=resume_step)
     drift = drift_callback(writer, units, updates=updates)
     tag = f"[{algo}-seed{seed}]"
@@ -189,11 +206,12 @@ def run_one(
             writer.callback(),
             log_line_callback(lambda line: log(f"{tag} {line}")),
             drift,
-            heldout,
+            *evaluations,
             *callbacks,
         ],
     )
-    heldout.bind(trainer)
+    for evaluation in evaluations:
+        evaluation.bind(trainer)
     drift.bind(trainer)
     rollout = cast("MultiTurnRollout", trainer.rollout_func)  # the one the trainer built
     rollout.progress = lambda line: log(f"{tag} {line}")  # minutes-long rollouts say how far

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 #: Metric keys of the held-out evaluation rows in a run's metrics.csv.
 HELDOUT_KEYS = ("heldout/success_rate", "heldout/score", "heldout/valid_rate", "heldout/turns")
+#: The same for the sampled held-out pass (``eval.sampled``).
+SAMPLED_PREFIX = "heldout_sampled"
+SAMPLED_KEYS = tuple(key.replace("heldout/", f"{SAMPLED_PREFIX}/") for key in HELDOUT_KEYS)
 
 
 #: Harness-only env ids and the function registering each with Gymnasium.
@@ -99,6 +102,7 @@ def evaluate(
     temperature: float,
     seed: int,
     method: str = "play",
+    batch: int | None = None,
 ) -> dict[str, float]:
     """Score the held-out episodes with ``trainer``'s current model; return their rates.
 
@@ -106,7 +110,8 @@ def evaluate(
     (:func:`benchmarks.learning.exact.exact_success`). ``"play"``: the episodes are played,
     greedily when ``temperature`` is 0, else sampling at that temperature from ``seed``; the
     RNG state of the CPU and of every CUDA device is saved and restored, so evaluating never
-    changes what training samples.
+    changes what training samples. ``batch`` bounds the episodes played at once (each holds
+    an env: hundreds of ALFWorld games at once would not fit in memory).
     """
     import copy
 
@@ -136,8 +141,13 @@ def evaluate(
     was_training = model.training
     model.eval()
     try:
+        size = batch or len(specs)
         with isolated_rng(seed):
-            episodes = trainer.rollout_func.play(list(specs), generate)
+            episodes = [
+                episode
+                for at in range(0, len(specs), size)
+                for episode in trainer.rollout_func.play(list(specs[at : at + size]), generate)
+            ]
     finally:
         model.train(was_training)
     turns = [t for e in episodes for t in e.turns]
@@ -171,23 +181,27 @@ def heldout_callback(
     writer: Any,
     method: str = "play",
     updates: int = 1,
+    prefix: str = "heldout",
+    at_start: bool = True,
+    batch: int | None = None,
 ) -> Any:
-    """A ``TrainerCallback`` scoring the held-out split at step 0, every ``every`` steps and at
-    the last step, writing one ``heldout/*`` row per evaluation into ``writer`` (metrics.csv).
-    A step is a rollout batch of ``updates`` optimizer steps (TRL's ``global_step``).
+    """A ``TrainerCallback`` scoring the held-out split at step 0 (if ``at_start``), every
+    ``every`` steps and at the last step, writing one ``{prefix}/*`` row per evaluation into
+    ``writer`` (metrics.csv). A step is a rollout batch of ``updates`` optimizer steps (TRL's
+    ``global_step``); ``batch`` is :func:`evaluate`'s.
 
     Steps already scored in ``writer``'s rows (a resumed run) are not scored again. Call
     ``.bind(trainer)`` once the trainer exists (a callback is built before its trainer).
     """
     from transformers import TrainerCallback
 
+    first = f"{prefix}/success_rate"
+
     class HeldOut(TrainerCallback):
         def __init__(self) -> None:
             self.trainer: Any = None
             self.scored = {
-                int(float(r["step"]))
-                for r in writer.rows
-                if str(r.get(HELDOUT_KEYS[0], "")).strip() != ""
+                int(float(r["step"])) for r in writer.rows if str(r.get(first, "")).strip() != ""
             }
 
         def bind(self, trainer: Any) -> HeldOut:
@@ -198,14 +212,17 @@ def heldout_callback(
             if step in self.scored or self.trainer is None:
                 return
             started = time.perf_counter()
-            stats = evaluate(self.trainer, specs, temperature=temperature, seed=seed, method=method)
+            stats = evaluate(
+                self.trainer, specs, temperature=temperature, seed=seed, method=method, batch=batch
+            )
             stats["heldout/seconds"] = time.perf_counter() - started
-            writer.add(step, stats)
+            writer.add(step, {key.replace("heldout/", f"{prefix}/"): v for key, v in stats.items()})
             self.scored.add(step)
 
         def on_train_begin(self, args, state, control, **kwargs):
-            if state.is_world_process_zero:
-                self._score(state.global_step // updates)
+            step = state.global_step // updates  # a resumed run's step is one of the cadence's
+            if state.is_world_process_zero and (at_start or (step and step % every == 0)):
+                self._score(step)
 
         def on_step_end(self, args, state, control, **kwargs):
             step, within = divmod(state.global_step, updates)

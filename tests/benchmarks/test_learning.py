@@ -199,7 +199,8 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     """With ``updates`` optimizer steps per rollout batch (PPO mini-batches, the DAPO and
     GSPO arms' setting) the run still lasts, logs, is scored and checkpointed by batches."""
     mini_batches = {"steps_per_generation": updates, "per_device_train_batch_size": 8 // updates}
-    config = experiment(lucky_env_id, train=mini_batches)
+    sampled = {"sampled": {"every": 2, "samples": 3}}  # each held-out task 3 times, sampled
+    config = experiment(lucky_env_id, train=mini_batches, eval=sampled)
     out = tmp_path / "out"
     run_dir = out / lc.RUNS_DIR / "grpo-seed0"
 
@@ -229,6 +230,11 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     train_steps = [int(r["step"]) for r in rows if r.get("reward")]
     eval_steps = [int(r["step"]) for r in rows if r.get("heldout/success_rate")]
     assert train_steps == [1, 2, 3, 4] and eval_steps == [0, 2, 4]
+    sampled_rows = [r for r in rows if r.get("heldout_sampled/success_rate")]
+    assert [int(r["step"]) for r in sampled_rows] == [2, 4]  # not at 0, not again on resume
+    for row in sampled_rows:  # 2 held-out tasks x 3 samples: a share in sixths
+        share = 6 * float(row["heldout_sampled/success_rate"])
+        assert share == pytest.approx(round(share)) and float(row["heldout_sampled/turns"]) == 1
     # The drift probe scored every step once, the resumed steps included, each unit once.
     drift_steps = [int(r["step"]) for r in rows if r.get("drift/measured")]
     assert drift_steps == [1, 2, 3, 4]
@@ -339,6 +345,13 @@ def test_more_heldout_episodes_than_the_split_holds_is_refused(lucky_env_id) -> 
 
 
 def test_bad_configs_name_the_problem() -> None:
+    for sampled, message in [
+        ({"every": 5}, r"needs \['samples'\]"),
+        ({"every": 5, "samples": 10, "temperature": 0}, "temperature above 0"),
+        ({"every": 5, "samples": 10, "seeds": 2}, "unknown eval.sampled key"),
+    ]:
+        with pytest.raises(lc.ExperimentError, match=message):
+            experiment("x/Y-v0", eval={"sampled": sampled})
     with pytest.raises(lc.ExperimentError, match="set by the harness"):
         experiment("x/Y-v0", train={"seed": 3})
     with pytest.raises(lc.ExperimentError, match="held-out"):

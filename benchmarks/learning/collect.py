@@ -25,7 +25,7 @@ from benchmarks.learning.config import (
     TASK_CHECK_FILE,
     LearningConfig,
 )
-from benchmarks.learning.heldout import HELDOUT_KEYS
+from benchmarks.learning.heldout import HELDOUT_KEYS, SAMPLED_KEYS
 
 #: The grid script's sampled held-out passes: ``OUT/sampled/NAME`` for each run's final
 #: model and ``OUT/sampled/start`` for the start (configs/alfworld-small-grid.sh).
@@ -111,11 +111,17 @@ def read_sampled(folder: Path) -> dict[str, Any] | None:
     }
 
 
-def run_cost(rows: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]]) -> dict:
+def run_cost(
+    rows: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]], updates: int = 1
+) -> dict:
     """A run's seconds: wall time of its training steps (TRL's ``step_time``: rollouts and
     update) and held-out passes from its metrics, and the wall and CPU seconds of the
-    processes that trained it (``sessions.json``, where they recorded one)."""
-    step = [r["step_time"] for r in rows if "step_time" in r]
+    processes that trained it (``sessions.json``, where they recorded one).
+
+    A row of an arm with ``updates`` optimizer steps per rollout batch logs the mean
+    ``step_time`` of that batch's steps: the batch took ``updates`` times as long.
+    """
+    step = [r["step_time"] * updates for r in rows if "step_time" in r]
     # Step 0's pass is the start's own, copied into every run (experiment.start_heldout_row).
     heldout = [r[HELDOUT_SECONDS] for r in rows if HELDOUT_SECONDS in r and r.get("step")]
     return {
@@ -134,6 +140,7 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
     import statistics
 
     from aem_agent.grpo.run import METRICS_FILE
+    from benchmarks.learning.experiment import updates_per_batch
     from benchmarks.learning.paper import paper_table
     from benchmarks.learning.status import SESSIONS_FILE, run_status
 
@@ -167,8 +174,12 @@ def collect_results(config: LearningConfig, out: Path) -> dict[str, Any]:
                 "final_sampled_success": sampled["success"] if sampled else None,
                 "sampled": sampled,
                 "global_step": done.get("global_step") if done else None,
-                "cost": run_cost(rows, _read_json(run_dir / SESSIONS_FILE) or []),
-                "curves": curves(rows, (*HELDOUT_KEYS, *TRAIN_KEYS)),
+                "cost": run_cost(
+                    rows,
+                    _read_json(run_dir / SESSIONS_FILE) or [],
+                    updates_per_batch(config, algo),
+                ),
+                "curves": curves(rows, (*HELDOUT_KEYS, *SAMPLED_KEYS, *TRAIN_KEYS)),
             }
         )
     summary = []

@@ -29,8 +29,13 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("α spread (max − min)", "alpha_spread"),
     ("positive-advantage share", "aem/positive_advantage_share"),
 )
-#: Panels of the paper-shaped grids' figure (:data:`benchmarks.learning.report.LEARNING_PNG`).
-LEARNING_PANELS: tuple[tuple[str, str], ...] = (PANELS[0], PANELS[2])
+#: Panels of the paper-shaped grids' figure (:data:`benchmarks.learning.report.LEARNING_PNG`):
+#: the sampled held-out pass (``eval.sampled``) shows learning the greedy one's floor hides.
+LEARNING_PANELS: tuple[tuple[str, str], ...] = (
+    PANELS[0],
+    ("held-out success (sampled)", "heldout_sampled/success_rate"),
+    PANELS[2],
+)
 #: Train curves are one batch per step; the plot shows a centred moving average this wide.
 SMOOTH = 5
 COLOURS = {"grpo": "#1f77b4", "aem": "#d62728"}
@@ -88,7 +93,7 @@ def plot_curves(
     colours = arm_colours(algos)
     figure, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2), squeeze=False)
     for axis, (title, key) in zip(axes[0], panels, strict=True):
-        width = 1 if key.startswith("heldout/") else SMOOTH
+        width = 1 if key.startswith("heldout") else SMOOTH
         drawn = False
         for algo in algos:
             runs = [r for r in results["runs"] if r["algo"] == algo and r["status"] != "pending"]
@@ -119,6 +124,9 @@ def plot_curves(
                     alpha=0.15,
                 )
                 drawn = True
+        start = (results.get("start_sampled") or {}).get("success")
+        if key.startswith("heldout_sampled/") and start is not None:  # the grid's start pass
+            axis.axhline(start, color="grey", ls="--", lw=1, label="start")
         if not drawn:
             axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
         if "share" in title:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.learning import config as lc
-from benchmarks.learning.collect import SAMPLED_DIR, write_results
+from benchmarks.learning.collect import SAMPLED_DIR, run_cost, write_results
 from benchmarks.learning.paper import paper_markdown, reading
 from benchmarks.learning.report import LEARNING_PNG, PLOTS_DIR, markdown_report, write_report
 from benchmarks.learning.status import RUNNING_MARKER, SESSIONS_FILE
@@ -177,6 +177,14 @@ def test_the_cost_adds_what_the_runs_recorded(grid) -> None:
     assert "| grpo-seed0 | done | 10 | 1.0 | 0.01 | 2.0 | 1.0 | 0.00 |" in report
     assert "| dapo-seed1 | running | 3 | 0.30 | 0.00 | — | — | — |" in report
     assert (out / PLOTS_DIR / LEARNING_PNG).stat().st_size > 1000
+
+
+def test_a_batch_of_mini_batch_updates_costs_its_updates_times_their_mean_step_time() -> None:
+    """TRL logs the mean ``step_time`` of the optimizer steps a row covers; a DAPO or GSPO
+    arm's row covers a rollout batch of ``updates`` of them."""
+    rows = [{"step": 1, "step_time": 10.0}, {"step": 2, "step_time": 12.0}]
+    assert run_cost(rows, [])["step_s"] == 22.0
+    assert run_cost(rows, [], updates=4)["step_s"] == 88.0
 
 
 def test_a_grid_of_variants_is_not_the_papers_table(tmp_path: Path) -> None:

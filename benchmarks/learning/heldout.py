@@ -220,8 +220,11 @@ def heldout_callback(
             self.scored.add(step)
 
         def on_train_begin(self, args, state, control, **kwargs):
-            step = state.global_step // updates  # a resumed run's step is one of the cadence's
-            if state.is_world_process_zero and (at_start or (step and step % every == 0)):
+            # A resumed run scores only a step of the cadence (one killed during its pass), so
+            # every run's curve has the same steps and a resume costs no extra pass.
+            step = state.global_step // updates
+            due = step % every == 0 if step else at_start
+            if state.is_world_process_zero and due:
                 self._score(step)
 
         def on_step_end(self, args, state, control, **kwargs):

@@ -256,6 +256,31 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(
     assert (run_dir / lc.DONE_MARKER).read_text() == marker
 
 
+def test_a_run_resumed_off_the_held_out_cadence_scores_no_extra_pass(
+    tmp_path, lucky_env_id
+) -> None:
+    """Checkpointed every step, killed in step 4, resumed from checkpoint-3: the held-out
+    passes stay at the cadence's steps (0, 2, 4), as they are for a run never killed."""
+    config = experiment(lucky_env_id, train={"save_steps": 1})
+    out = tmp_path / "out"
+
+    from transformers import TrainerCallback
+
+    class Kill(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 4:  # before step 4's checkpoint is written
+                raise KeyboardInterrupt("killed")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
+    run_dir = out / lc.RUNS_DIR / "grpo-seed0"
+    assert sorted(p.name for p in run_dir.glob("checkpoint-*"))[-1] == "checkpoint-3"
+    run_grid(config, out, log=lambda _: None)
+    with (run_dir / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["step"]) for r in rows if r.get("heldout/success_rate")] == [0, 2, 4]
+
+
 def fake_run(out: Path, name: str, heldout: list[tuple[int, float]], *, done: bool) -> None:
     run_dir = out / lc.RUNS_DIR / name
     run_dir.mkdir(parents=True)

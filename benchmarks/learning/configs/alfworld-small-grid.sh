@@ -66,3 +66,4 @@ for estimator in dapo gspo; do  # each estimator without and with AEM, side by s
     ended $base $!
 done
 $AEM bench learning "$CONFIG" --out "$OUT" --status
+$PYTHON -m benchmarks.learning.readme  # the README's and docs' grid blocks, from results.json

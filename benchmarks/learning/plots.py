@@ -127,12 +127,16 @@ def plot_curves(
         start = (results.get("start_sampled") or {}).get("success")
         if key.startswith("heldout_sampled/") and start is not None:  # the grid's start pass
             axis.axhline(start, color="grey", ls="--", lw=1, label="start")
+            axis.legend(fontsize=8, loc="best")
         if not drawn:
-            axis.text(0.5, 0.5, "not logged", ha="center", va="center", transform=axis.transAxes)
+            axis.text(
+                0.5, 0.5, "not scored yet", ha="center", va="center", transform=axis.transAxes
+            )
         if "share" in title:
             axis.set_ylim(-0.02, 1.02)
         elif "success" in title:  # from 0 to what was reached: a few % stays readable
-            axis.set_ylim(-0.01, max(0.1, axis.get_ylim()[1]))
+            top = axis.get_ylim()[1] if drawn else 2 * (start or 0.05)
+            axis.set_ylim(-0.01, max(0.1, top))
         if key == "heldout/success_rate":
             title = f"{title} ({scoring(results['config'])})"
         axis.set_title(title, fontsize=10)

@@ -130,7 +130,7 @@ def plot_curves(
             axis.legend(fontsize=8, loc="best")
         if not drawn:
             axis.text(
-                0.5, 0.5, "not scored yet", ha="center", va="center", transform=axis.transAxes
+                0.5, 0.7, "not scored yet", ha="center", va="center", transform=axis.transAxes
             )
         if "share" in title:
             axis.set_ylim(-0.02, 1.02)

@@ -177,6 +177,9 @@ class LearningConfig:
     eval_method: str = "play"
     #: The sampled held-out pass during runs (``eval.sampled``), if any.
     sampled_eval: SampledEval | None = None
+    #: The entropy-drift probe (:mod:`benchmarks.learning.drift`) scores every this many
+    #: steps (``eval.drift_every``): it is a forward over all of a step's rows.
+    drift_every: int = 1
 
     def arm(self, name: str) -> Arm:
         return self.arms.get(name) or Arm(name, self.seeds)
@@ -270,14 +273,15 @@ def parse_config(data: Mapping[str, Any], *, source: str = "") -> LearningConfig
         baseline=baseline,
         eval_method=method,
         sampled_eval=SampledEval.parse(evaluation.get("sampled")),
+        drift_every=int(evaluation.get("drift_every", 1)),
     )
     if config.train_split == config.eval_split:
         raise ExperimentError(
             f"env.train_split and env.eval_split are both {config.train_split!r}; the held-out "
             "split must be one no run trains on"
         )
-    if config.eval_every < 1 or config.eval_episodes < 1:
-        raise ExperimentError("eval.every and eval.episodes must be at least 1")
+    if min(config.eval_every, config.eval_episodes, config.drift_every) < 1:
+        raise ExperimentError("eval.every, eval.episodes and eval.drift_every must be at least 1")
     if config.eval_temperature < 0:
         raise ExperimentError(f"eval.temperature={config.eval_temperature} must be >= 0")
     return config

@@ -54,11 +54,13 @@ class UnitsWriter:
         atomic_write_bytes(self.path, gzip.compress(buffer.getvalue().encode(), mtime=0))
 
 
-def drift_callback(writer: Any, units: UnitsWriter, *, updates: int = 1) -> Any:
+def drift_callback(writer: Any, units: UnitsWriter, *, updates: int = 1, every: int = 1) -> Any:
     """A ``TrainerCallback`` that, after each rollout batch's last optimizer step (of
     ``updates``), scores the batch's units again (:mod:`this module
-    <benchmarks.learning.drift>`) and adds ``drift/*`` to ``writer``, at the batch's step.
-    Call ``.bind(trainer)`` once the trainer exists."""
+    <benchmarks.learning.drift>`) and adds ``drift/*`` to ``writer``, at the batch's step;
+    only every ``every`` batches (the probe is a forward over all the batch's rows: on a
+    small model as much as a third of a step). Call ``.bind(trainer)`` once the trainer
+    exists."""
     from transformers import TrainerCallback
 
     class Drift(TrainerCallback):
@@ -74,7 +76,9 @@ def drift_callback(writer: Any, units: UnitsWriter, *, updates: int = 1) -> Any:
             step, within = divmod(state.global_step, updates)
             if record is None or within or not state.is_world_process_zero:
                 return
-            self.trainer.aem_record = None  # scored once
+            self.trainer.aem_record = None  # scored once, or not at all
+            if step % every:
+                return
             step_rows, stats = measure(self.trainer, record, step)
             units.add(step_rows)
             writer.add(step, stats)
@@ -94,10 +98,18 @@ def measure(trainer: Any, record: Any, step: int) -> tuple[list[dict[str, Any]],
     model = trainer.model
     was_training = model.training
     model.eval()
+    # rows per forward within the trainer's no-grad token budget: one forward over every row
+    # of a step held gigabytes and ran slower than the same rows in parts
+    rows = max(1, trainer.args.step_token_budget // ids.size(1))
     try:
         with torch.no_grad():
             _, entropies = trainer.score_tokens(
-                model, ids, attention, batch["completion_ids"].size(1), compute_entropy=True
+                model,
+                ids,
+                attention,
+                batch["completion_ids"].size(1),
+                compute_entropy=True,
+                batch_size=rows,
             )
     finally:
         model.train(was_training)

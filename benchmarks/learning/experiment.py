@@ -196,7 +196,7 @@ def run_one(
             )
         )
     units = UnitsWriter(run_dir / UNITS_FILE, resume_step=resume_step)
-    drift = drift_callback(writer, units, updates=updates)
+    drift = drift_callback(writer, units, updates=updates, every=config.drift_every)
     tag = f"[{algo}-seed{seed}]"
     trainer = build_trainer(
         train_config,

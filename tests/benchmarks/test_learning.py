@@ -281,6 +281,17 @@ def test_a_run_resumed_off_the_held_out_cadence_scores_no_extra_pass(
     assert [int(r["step"]) for r in rows if r.get("heldout/success_rate")] == [0, 2, 4]
 
 
+def test_the_drift_probe_scores_only_every_drift_every_steps(tmp_path, lucky_env_id) -> None:
+    config = experiment(lucky_env_id, eval={"drift_every": 2})
+    out = tmp_path / "out"
+    run_grid(config, out, log=lambda _: None)
+    run_dir = out / lc.RUNS_DIR / "grpo-seed0"
+    with (run_dir / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["step"]) for r in rows if r.get("drift/measured")] == [2, 4]
+    assert sorted({int(u["step"]) for u in read_units(run_dir)}) == [2, 4]
+
+
 def fake_run(out: Path, name: str, heldout: list[tuple[int, float]], *, done: bool) -> None:
     run_dir = out / lc.RUNS_DIR / name
     run_dir.mkdir(parents=True)
@@ -377,6 +388,8 @@ def test_bad_configs_name_the_problem() -> None:
     ]:
         with pytest.raises(lc.ExperimentError, match=message):
             experiment("x/Y-v0", eval={"sampled": sampled})
+    with pytest.raises(lc.ExperimentError, match="drift_every must be at least 1"):
+        experiment("x/Y-v0", eval={"drift_every": 0})
     with pytest.raises(lc.ExperimentError, match="set by the harness"):
         experiment("x/Y-v0", train={"seed": 3})
     with pytest.raises(lc.ExperimentError, match="held-out"):

@@ -52,7 +52,8 @@ def test_gpu_check_without_a_gpu_says_so() -> None:
 
 SMALL = ROOT / "benchmarks" / "learning" / "configs" / "alfworld-small.yaml"
 #: Every setting the small-agent grid's GRPO and AEM runs were started with: later sessions
-#: resume them with the code of the day, so these must never change.
+#: resume them with the code of the day, so these must never change (the runs started with
+#: per-group scaling are archived: alfworld-small-groupstd.yaml).
 SMALL_RUN = {
     "save_strategy": "steps",
     "save_steps": 1,
@@ -72,6 +73,7 @@ SMALL_RUN = {
     "num_generations": 8,
     "max_completion_length": 4096,
     "learning_rate": 1.0e-4,
+    "scale_rewards": "batch",
     "lr_scheduler_type": "constant",
     "temperature": 1.0,
     "top_k": 0,

@@ -25,13 +25,11 @@ from benchmarks.learning.config import (
     TASK_CHECK_FILE,
     LearningConfig,
 )
-from benchmarks.learning.heldout import HELDOUT_KEYS, SAMPLED_KEYS
+from benchmarks.learning.heldout import HELDOUT_KEYS, HELDOUT_SECONDS, SAMPLED_KEYS, SAMPLED_SECONDS
 
 #: The grid script's sampled held-out passes: ``OUT/sampled/NAME`` for each run's final
 #: model and ``OUT/sampled/start`` for the start (configs/alfworld-small-grid.sh).
 SAMPLED_DIR = "sampled"
-#: The wall seconds of a held-out pass, logged beside its scores (heldout.py, start.py).
-HELDOUT_SECONDS = "heldout/seconds"
 
 #: Training metrics kept as curves in results.json (TRL's and the AEM trainer's names).
 TRAIN_KEYS = (
@@ -115,15 +113,21 @@ def run_cost(
     rows: Sequence[Mapping[str, Any]], sessions: Sequence[Mapping[str, Any]], updates: int = 1
 ) -> dict:
     """A run's seconds: wall time of its training steps (TRL's ``step_time``: rollouts and
-    update) and held-out passes from its metrics, and the wall and CPU seconds of the
-    processes that trained it (``sessions.json``, where they recorded one).
+    update) and held-out passes (greedy and, with ``eval.sampled``, sampled) from its
+    metrics, and the wall and CPU seconds of the processes that trained it
+    (``sessions.json``, where they recorded one).
 
     A row of an arm with ``updates`` optimizer steps per rollout batch logs the mean
     ``step_time`` of that batch's steps: the batch took ``updates`` times as long.
     """
     step = [r["step_time"] * updates for r in rows if "step_time" in r]
     # Step 0's pass is the start's own, copied into every run (experiment.start_heldout_row).
-    heldout = [r[HELDOUT_SECONDS] for r in rows if HELDOUT_SECONDS in r and r.get("step")]
+    heldout = [
+        r[key]
+        for r in rows
+        for key in (HELDOUT_SECONDS, SAMPLED_SECONDS)
+        if key in r and r.get("step")
+    ]
     return {
         "steps_timed": len(step),
         "step_s": sum(step),

@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 
 #: Metric keys of the held-out evaluation rows in a run's metrics.csv.
 HELDOUT_KEYS = ("heldout/success_rate", "heldout/score", "heldout/valid_rate", "heldout/turns")
+#: The wall seconds of a held-out pass, logged beside its scores.
+HELDOUT_SECONDS = "heldout/seconds"
 #: The same for the sampled held-out pass (``eval.sampled``).
 SAMPLED_PREFIX = "heldout_sampled"
 SAMPLED_KEYS = tuple(key.replace("heldout/", f"{SAMPLED_PREFIX}/") for key in HELDOUT_KEYS)
+SAMPLED_SECONDS = HELDOUT_SECONDS.replace("heldout/", f"{SAMPLED_PREFIX}/")
 
 
 #: Harness-only env ids and the function registering each with Gymnasium.
@@ -215,7 +218,7 @@ def heldout_callback(
             stats = evaluate(
                 self.trainer, specs, temperature=temperature, seed=seed, method=method, batch=batch
             )
-            stats["heldout/seconds"] = time.perf_counter() - started
+            stats[HELDOUT_SECONDS] = time.perf_counter() - started
             writer.add(step, {key.replace("heldout/", f"{prefix}/"): v for key, v in stats.items()})
             self.scored.add(step)
 

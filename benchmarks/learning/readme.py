@@ -68,7 +68,7 @@ def cost_line(results: Mapping[str, Any]) -> str:
     line = (
         f"Cost so far ({done}/{len(runs)} runs done, {_count(cost['steps_timed'], 'step')}): "
         f"{hours(cost['step_s'])} h of training steps and {hours(cost['heldout_s'])} h of "
-        "greedy held-out passes, wall clock on one shared core each"
+        "held-out passes, wall clock on one shared core each"
     )
     if cost["sampled_passes"]:
         passes = _count(cost["sampled_passes"], "sampled pass", "sampled passes")

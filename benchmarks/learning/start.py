@@ -37,6 +37,7 @@ from benchmarks.learning.config import (
 from benchmarks.learning.experiment import run_settings
 from benchmarks.learning.heldout import (
     HELDOUT_KEYS,
+    HELDOUT_SECONDS,
     ensure_env,
     evaluate,
     heldout_specs,
@@ -297,5 +298,5 @@ def _start_heldout(
         seed=config.eval_seed,
         method=config.eval_method,
     )
-    stats["heldout/seconds"] = time.perf_counter() - started
+    stats[HELDOUT_SECONDS] = time.perf_counter() - started
     return stats

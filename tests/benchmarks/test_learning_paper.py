@@ -187,6 +187,16 @@ def test_a_batch_of_mini_batch_updates_costs_its_updates_times_their_mean_step_t
     assert run_cost(rows, [], updates=4)["step_s"] == 88.0
 
 
+
+def test_a_runs_held_out_hours_count_its_sampled_passes_but_not_the_starts() -> None:
+    rows = [
+        {"step": 0, "heldout/seconds": 60.0},  # the start's pass, copied into every run
+        {"step": 10, "heldout/seconds": 30.0},
+        {"step": 50, "heldout/seconds": 30.0, "heldout_sampled/seconds": 300.0},
+    ]
+    assert run_cost(rows, [])["heldout_s"] == 360.0
+
+
 def test_a_grid_of_variants_is_not_the_papers_table(tmp_path: Path) -> None:
     """Two arms in one cell (AEM at two λ, as in mechanism-fetch2): no table, no section."""
     config = _config(

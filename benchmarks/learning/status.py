@@ -89,8 +89,6 @@ class RunStatus:
 def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
     """The status of every run of ``config``'s grid in ``out``, steps in rollout batches
     (a checkpoint's name counts optimizer steps: :func:`updates_per_batch` of them a batch)."""
-    import json
-
     from aem_agent.grpo.run import METRICS_FILE, last_checkpoint
 
     updates = {arm: updates_per_batch(config, arm) for arm in config.algorithms}
@@ -120,8 +118,6 @@ def run_status(config: LearningConfig, out: Path) -> list[RunStatus]:
 
 def start_status(out: Path) -> str:
     """One line on what every run needs first: the start checkpoint and the task check."""
-    import json
-
     marker = out / START_DIR / START_MARKER
     if marker.is_file():
         start = json.loads(marker.read_text(encoding="utf-8"))

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.errors import ArgumentError
+from benchmarks.learning.collect import SAMPLED_DIR, read_sampled
+from benchmarks.learning.config import START_DIR
 
 #: Training steps at the end of a run whose success is averaged: one held-out cadence.
 TRAIN_WINDOW = 10
@@ -80,12 +82,10 @@ def choose_arm(runs: Sequence[Mapping[str, Any]], required: Sequence[str] = REQU
     )
 
 
-def sampled_success(path: Path) -> tuple[float, int] | None:
-    """(success share, episodes) of a sampled held-out pass, or None if it has not run."""
-    if not path.is_file():
-        return None
-    summary = json.loads(path.read_text())["summary"][0]
-    return summary["success_rate"] / 100.0, int(summary["episodes"])
+def sampled_success(folder: Path) -> tuple[float, int] | None:
+    """(success share, episodes) of a finished sampled held-out pass, or None."""
+    sampled = read_sampled(folder)
+    return (sampled["success"], sampled["episodes"]) if sampled else None
 
 
 def difference_z(shipped: tuple[float, int], start: tuple[float, int]) -> float:
@@ -107,8 +107,8 @@ def choose(out: Path) -> Choice:
     scores = {
         r["name"]: train_success(r) for r in runs if r["algo"] == arm and r["status"] == "done"
     }
-    shipped = sampled_success(out / "sampled" / name / "results.json")
-    start = sampled_success(out / "sampled" / "start" / "results.json")
+    shipped = sampled_success(out / SAMPLED_DIR / name)
+    start = sampled_success(out / SAMPLED_DIR / START_DIR)
     if shipped is None or start is None:
         missing = name if shipped is None else "start"
         return Choice(arm, name, scores, None, None, None, False, f"no sampled pass of {missing}")
@@ -125,7 +125,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="the grid's output folder")
     args = parser.parse_args(argv)
-    print(json.dumps(asdict(choose(args.out)), indent=2))
+    try:
+        choice = choose(args.out)
+    except ArgumentError as exc:  # not yet choosable: one line, not a traceback
+        parser.exit(2, f"ship: {exc}\n")
+    print(json.dumps(asdict(choice), indent=2))
 
 
 if __name__ == "__main__":

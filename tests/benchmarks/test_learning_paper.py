@@ -187,7 +187,6 @@ def test_a_batch_of_mini_batch_updates_costs_its_updates_times_their_mean_step_t
     assert run_cost(rows, [], updates=4)["step_s"] == 88.0
 
 
-
 def test_a_runs_held_out_hours_count_its_sampled_passes_but_not_the_starts() -> None:
     rows = [
         {"step": 0, "heldout/seconds": 60.0},  # the start's pass, copied into every run

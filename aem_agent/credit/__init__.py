@@ -1,5 +1,5 @@
-"""Turn-level credit assignment: the interface, AEM, GiGPO and the turn-mean baseline,
-selectable by name.
+"""Turn-level credit assignment: the interface, AEM, GiGPO and the turn-level baselines
+(turn-mean, turn-penalty), selectable by name.
 
 See ``docs/credit.md``: :class:`TurnBatch` in, :class:`Credit` out; estimators chain
 (:class:`Chain`); :func:`register` makes a new one selectable as ``AEMConfig.credit``.
@@ -17,6 +17,7 @@ from aem_agent.credit.base import (
 from aem_agent.credit.gigpo import GiGPO
 from aem_agent.credit.registry import build, names, parse, register, unregister
 from aem_agent.credit.turn_mean import TurnMean
+from aem_agent.credit.turn_penalty import TurnPenalty
 
 __all__ = [
     "AEM",
@@ -28,6 +29,7 @@ __all__ = [
     "GiGPO",
     "TurnBatch",
     "TurnMean",
+    "TurnPenalty",
     "build",
     "names",
     "parse",

@@ -1,5 +1,5 @@
-"""Credit estimators by name: ``grpo``, ``turn-mean``, ``gigpo``, ``aem``, and chains such as
-``gigpo+aem`` or ``turn-mean+aem``.
+"""Credit estimators by name: ``grpo``, ``turn-mean``, ``turn-penalty``, ``gigpo``, ``aem``, and
+chains such as ``gigpo+aem`` or ``turn-penalty+aem``.
 
 Why names: ``AEMConfig.credit`` and ``aem train --credit`` choose the chain as text, so a YAML
 file or a command line can select it, and a user's estimator registered with
@@ -15,6 +15,7 @@ from aem_agent.credit.aem import AEM
 from aem_agent.credit.base import GRPO, Chain, CreditError, CreditEstimator
 from aem_agent.credit.gigpo import GiGPO
 from aem_agent.credit.turn_mean import TurnMean
+from aem_agent.credit.turn_penalty import TurnPenalty
 
 #: Builds an estimator from the training settings (the ``AEMConfig``; typed loosely here
 #: because the config names its credit chain and so imports this module).
@@ -23,6 +24,7 @@ Factory = Callable[[Any], CreditEstimator]
 _REGISTRY: dict[str, Factory] = {
     "grpo": lambda _: GRPO(),
     "turn-mean": lambda _: TurnMean(),
+    "turn-penalty": TurnPenalty.from_config,
     "gigpo": GiGPO.from_config,
     "aem": AEM.from_config,
 }

@@ -54,7 +54,7 @@ def _group_sum(values: torch.Tensor, group: torch.Tensor, n: int) -> torch.Tenso
 
 @dataclass(frozen=True)
 class TurnPenalty:
-    """verl-agent's row-level GRPO advantage: the outcome for every turn, penalties for their own."""
+    """verl-agent's row-level GRPO advantage: the outcome for every turn, a penalty for its own."""
 
     scale: Scale = "group"
     eps: float = 1e-6
@@ -92,7 +92,8 @@ class TurnPenalty:
             advantage = centred / (std + self.eps)
         else:
             advantage = centred
-        penalised = batch.reward < 0  # type: ignore[operator]  # reward checked in scores()
+        assert batch.reward is not None  # scores() required it
+        penalised = batch.reward < 0
         metrics = {
             "turn_penalty/penalised_share": float(penalised.double().mean()),
             "turn_penalty/penalised_advantage": float(advantage[penalised].mean().nan_to_num()),

@@ -1,4 +1,5 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+"""Atomic file writes: a reader sees the old file or the new one, never half of either; and a
+lock for building something once when several processes start together.
 
 Why: trajectories, reports and checkpoints are written while runs may be killed at any
 moment; writing to a temporary file in the same folder and renaming it over the target
@@ -7,14 +8,31 @@ is atomic on POSIX file systems.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+
+@contextlib.contextmanager
+def build_lock(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive lock for building ``path`` (a file ``.NAME.lock`` beside it), so that
+    processes starting together wait for one build instead of each running their own; the
+    waiting ones then find it built."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with (target.parent / f".{target.name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _umask() -> int:

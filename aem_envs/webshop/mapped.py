@@ -16,19 +16,20 @@ large ones; :func:`open_or_build` rebuilds a damaged folder and says so in one l
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO
 
 import numpy as np
+
+from aem_envs.core.io import build_lock
 
 MANIFEST = "manifest.json"
 #: Files up to this size are checksummed when opened; larger ones are checked by size.
@@ -158,19 +159,6 @@ class FolderWriter:
             shutil.rmtree(trash, ignore_errors=True)
 
 
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock for building ``path``, so that processes starting together wait
-    for one build instead of each running their own."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with (path.parent / f".{path.name}.lock").open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def open_or_build(
     path: Path, kind: str, build: Callable[[FolderWriter], Mapping[str, Any]], what: str
 ) -> MappedFolder:
@@ -180,7 +168,7 @@ def open_or_build(
         folder = open_folder(path, kind)
         if folder is not None:
             return folder
-    with _lock(path):
+    with build_lock(path):
         try:  # another process may have built it while this one waited
             folder = open_folder(path, kind)
         except DamagedFolder as exc:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
-from aem_envs.core.io import atomic_write_json
+from aem_envs.core.io import atomic_write_json, build_lock
 from benchmarks.learning.collect import write_results
 from benchmarks.learning.config import (
     DONE_MARKER,
@@ -50,11 +50,12 @@ def run_grid(
         raise ExperimentError(f"runs {unknown} are not in the grid; its runs: {names}")
     out.mkdir(parents=True, exist_ok=True)
     start_dir = out / START_DIR
-    build_start(config, start_dir, log=log)
     check_file = out / TASK_CHECK_FILE
-    if not check_file.is_file():  # what the task offers AEM, measured before any RL
-        atomic_write_json(check_file, task_check(config, start_dir, out / ".task-check"))
-        shutil.rmtree(out / ".task-check", ignore_errors=True)
+    with build_lock(start_dir):  # processes of one grid started together build them once
+        build_start(config, start_dir, log=log)
+        if not check_file.is_file():  # what the task offers AEM, measured before any RL
+            atomic_write_json(check_file, task_check(config, start_dir, out / ".task-check"))
+            shutil.rmtree(out / ".task-check", ignore_errors=True)
     for algo, seed, name in config.run_names():
         if only and name not in only:
             continue

@@ -18,7 +18,7 @@ from tests.agent.grpo.test_trainer import batch_out, make_config, make_trainer, 
 #: differ, the same with one step per episode where the env of index 1 fails, and doors where
 #: one episode of each group wins at once while the others play to the turn limit.
 INDEXED_ENV_ID, FLAKY_ENV_ID = "aemtest/IndexedDoors-v0", "aemtest/FlakyDoors-v0"
-SHORT_WIN_ENV_ID = "aemtest/ShortWinDoors-v0"
+SHORT_WIN_ENV_ID, PENALISED_ENV_ID = "aemtest/ShortWinDoors-v0", "aemtest/PenalisedDoors-v0"
 
 
 class IndexedDoorsEnv(DoorsEnv):
@@ -65,6 +65,29 @@ class ShortWinDoorsEnv(IndexedDoorsEnv):
         if self.index == 0:
             return obs, 10.0, True, truncated, info
         return obs, 0.0, terminated, truncated, info
+
+
+class PenalisedDoorsEnv(ShortWinDoorsEnv):
+    """ShortWinDoors whose losing episodes are penalised −0.1 on their second turn: ALFWorld's
+    invalid-action penalty, on one known turn."""
+
+    made = itertools.count()
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.turn = 0
+
+    def _rewarded(self, result: tuple) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super()._rewarded(result)
+        self.turn += 1
+        return obs, reward - 0.1 * (self.turn == 2), terminated, truncated, info
+
+
+@pytest.fixture(scope="module")
+def penalised_env_id() -> str:
+    if PENALISED_ENV_ID not in gym.registry:
+        gym.register(id=PENALISED_ENV_ID, entry_point=PenalisedDoorsEnv)
+    return PENALISED_ENV_ID
 
 
 @pytest.fixture(scope="module")
@@ -225,3 +248,25 @@ def test_turn_mean_recentres_the_groups_turn_rows_on_real_rollouts(
     assert float(after.sum()) == pytest.approx(0, abs=1e-5)
     shift = after - before
     assert torch.allclose(shift, shift[0].expand_as(shift), atol=1e-6)
+
+
+def test_turn_penalty_charges_each_penalty_to_its_own_turn_row_on_real_rollouts(
+    tiny_model_dir, tmp_path, penalised_env_id
+) -> None:
+    """Step layout: every turn row's advantage is the episode's outcome plus the row's own
+    penalty, centred and scaled over the group's rows (TRL's default group scale), as computed
+    here by hand from the rewards the rollout reported."""
+    overrides = dict(rollout_layout="step", max_turns=3, max_completion_length=400)
+    trainer = make_trainer(
+        tiny_model_dir, make_config(tmp_path, penalised_env_id, credit="turn-penalty", **overrides)
+    )
+    out, inputs = batch_out(trainer)
+    steps = [x["steps"] for x in inputs]
+    assert any(s["reward"] < 0 for e in steps for s in e)  # penalised turns were played
+    score = torch.tensor(
+        [sum(max(s["reward"], 0) for s in e) + min(t["reward"], 0) for e in steps for t in e],
+        dtype=torch.float64,
+    )
+    expected = (score - score.mean()) / (score.std() + 1e-6)
+    assert torch.allclose(out["advantages"][: len(score)].double(), expected, atol=1e-5)
+    assert trainer._metrics["train"]["turn_penalty/penalised_share"][0] > 0

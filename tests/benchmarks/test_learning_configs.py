@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from aem_agent.credit import TurnPenalty, build
 from aem_agent.grpo.run import build_config
 from benchmarks.learning.config import SampledEval, load_config
 from benchmarks.learning.experiment import run_settings, updates_per_batch
@@ -93,7 +94,7 @@ def test_the_small_grids_grpo_and_aem_runs_keep_their_settings(
 ) -> None:
     config = load_config(SMALL)
     assert (algo, seed, f"{algo}-seed{seed}") in config.run_names()
-    credit = {"grpo": "turn-mean", "aem": "turn-mean+aem"}[algo]
+    credit = {"grpo": "turn-penalty", "aem": "turn-penalty+aem"}[algo]
     expected = {
         **SMALL_RUN,
         "algo": algo,
@@ -132,8 +133,10 @@ def test_the_small_grids_estimator_arms_see_the_same_batches(tmp_path: Path) -> 
             updates,
         )
         assert train.aem_enabled == arm.endswith("aem")
-        # every arm takes its group baseline over turns; AEM arms then apply α
-        assert train.credit_spec == ("turn-mean+aem" if arm.endswith("aem") else "turn-mean")
+        # every arm charges each penalty to its own turn over a baseline over turns, scaled by
+        # the batch; AEM arms then apply α
+        assert train.credit_spec == ("turn-penalty+aem" if arm.endswith("aem") else "turn-penalty")
+        assert build(train.credit_spec, train).estimators[0] == TurnPenalty(scale="batch")
     dapo = build_config(run_settings(config, "dapo-aem", 0, tmp_path)).config
     assert (dapo.loss_type, dapo.epsilon, dapo.epsilon_high) == ("dapo", 0.2, 0.28)
     gspo = build_config(run_settings(config, "gspo", 0, tmp_path)).config

@@ -141,12 +141,7 @@ def settings_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     limits = "; ".join(
         f"{e['env_id']} ({e['split'] or 'default split'}): "
         f"{'all' if e['tasks'] is None else e['tasks']} tasks, step limit "
-        + (
-            ", ".join(
-                f"{policy} {steps}" for policy, steps in _step_limits(results, e["env_id"]).items()
-            )
-            or "— (no episode finished)"
-        )
+        + _limits_text(_step_limits(results, e["env_id"]))
         for e in suite["envs"]
     )
     policies = ", ".join(
@@ -169,6 +164,15 @@ def settings_rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         ),
         ("created", results["created"]),
     ]
+
+
+def _limits_text(limits: dict[str, str]) -> str:
+    """One limit when every policy ran under it, else each policy's."""
+    if not limits:
+        return "— (no episode finished)"
+    if len(set(limits.values())) == 1:
+        return next(iter(limits.values()))
+    return ", ".join(f"{policy}: {steps}" for policy, steps in limits.items())
 
 
 def _step_limits(results: dict[str, Any], env_id: str) -> dict[str, str]:

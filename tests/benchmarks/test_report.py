@@ -6,7 +6,7 @@ import base64
 import re
 
 from benchmarks.published import published
-from benchmarks.report import write_report
+from benchmarks.report import settings_rows, write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -62,3 +62,20 @@ def test_published_file_matches_the_reference_transcription() -> None:
     swe = {r["source"]: r["swe"]["resolved"] for r in rows if "swe" in r and r["method"] != "+AEM"}
     assert swe["DeepSWE-Preview"] == 42.2 and swe["SkyRL-Agent-7B-v0"] == 14.6
     assert len(rows) == 21
+
+
+def test_the_step_limit_is_said_once_when_every_policy_shares_it(results) -> None:
+    policies = {e["policy"] for e in results["episodes"] if e["env_id"] == "aem/ALFWorld-v0"}
+    assert len(policies) > 1
+    one = {**results, "episodes": [{**e, "max_steps": 30} for e in results["episodes"]]}
+    text = dict(settings_rows(one))["tasks and step limits"]
+    assert "tasks, step limit 30" in text and not any(p in text for p in policies)
+    first, *_ = sorted(policies)
+    apart = {
+        **results,
+        "episodes": [
+            {**e, "max_steps": 15 if e["policy"] == first else 30} for e in results["episodes"]
+        ],
+    }
+    text = dict(settings_rows(apart))["tasks and step limits"]
+    assert f"{first}: 15" in text and ": 30" in text

@@ -141,7 +141,8 @@ def plot_curves(
         if results["config"]["train"].get("max_steps"):  # how far the runs have come
             axis.set_xlim(0, results["config"]["train"]["max_steps"])
         axis.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="best")
+    if axes[0][0].get_legend_handles_labels()[0]:  # no run has logged a step yet: no legend
+        axes[0][0].legend(fontsize=8, loc="best")
     figure.suptitle(
         f"{results['experiment']}: mean over seeds ± std (thin: single seeds; train curves "
         f"smoothed over {SMOOTH} steps)",

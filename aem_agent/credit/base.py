@@ -162,3 +162,23 @@ def group_index(*keys: torch.Tensor) -> torch.Tensor:
     """Dense ids ``0..n-1`` of the distinct tuples of ``keys`` (equal length, integer)."""
     stacked = torch.stack([k.to(torch.long) for k in keys], dim=1)
     return torch.unique(stacked, dim=0, return_inverse=True)[1]
+
+
+def normalise_in_groups(
+    values: torch.Tensor, group: torch.Tensor, *, scale: bool, eps: float = 1e-6
+) -> torch.Tensor:
+    """``values`` centred on their group's mean and, with ``scale``, divided by the group's
+    unbiased std + ``eps`` (a group of one has std 1, as in verl-agent); ``group`` holds dense
+    ids ``0..n-1`` (:func:`group_index`). GRPO's and GiGPO's normalisation, in one place."""
+    values = values.to(torch.float64)
+    if len(values) == 0:
+        return values
+    n = int(group.max()) + 1
+    count = torch.zeros(n, dtype=torch.float64).index_add_(0, group, torch.ones_like(values))
+    total = torch.zeros(n, dtype=torch.float64).index_add_(0, group, values)
+    centred = values - (total / count)[group]
+    if not scale:
+        return centred
+    squares = torch.zeros(n, dtype=torch.float64).index_add_(0, group, centred**2)
+    std = torch.where(count > 1, (squares / (count - 1).clamp(min=1)).sqrt(), 1.0)
+    return centred / (std[group] + eps)

@@ -32,7 +32,7 @@ from typing import Literal, Protocol, get_args
 
 import torch
 
-from aem_agent.credit.base import Credit, TurnBatch
+from aem_agent.credit.base import Credit, TurnBatch, normalise_in_groups
 
 #: How step returns are scaled inside an anchor group: by their std (the paper's F_norm = std,
 #: like TRL's default ``scale_rewards="group"``), or not at all (verl-agent's ``mean_norm``).
@@ -79,18 +79,7 @@ def step_advantages(
 
     The std is the unbiased one; a group of one has std 1, as in verl-agent (its A^S is 0).
     """
-    returns = returns.to(torch.float64)
-    if len(returns) == 0:
-        return returns
-    n = int(step_group.max()) + 1
-    count = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, torch.ones_like(returns))
-    total = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, returns)
-    centred = returns - (total / count)[step_group]
-    if scale == "none":
-        return centred
-    squares = torch.zeros(n, dtype=torch.float64).index_add_(0, step_group, centred**2)
-    std = torch.where(count > 1, (squares / (count - 1).clamp(min=1)).sqrt(), 1.0)
-    return centred / (std[step_group] + eps)
+    return normalise_in_groups(returns, step_group, scale=scale == "std", eps=eps)
 
 
 @dataclass(frozen=True)

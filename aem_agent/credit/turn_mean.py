@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import torch
 
-from aem_agent.credit.base import Credit, TurnBatch, group_index
+from aem_agent.credit.base import Credit, TurnBatch, group_index, normalise_in_groups
 
 
 @dataclass(frozen=True)
@@ -38,10 +38,6 @@ class TurnMean:
         advantage = batch.advantage.to(torch.float64)
         if len(advantage) == 0:
             return Credit(advantage)
-        group = group_index(batch.group)
-        n = int(group.max()) + 1
-        total = torch.zeros(n, dtype=torch.float64).index_add_(0, group, advantage)
-        count = torch.zeros(n, dtype=torch.float64).index_add_(0, group, torch.ones_like(advantage))
-        shift = (total / count)[group]
+        centred = normalise_in_groups(advantage, group_index(batch.group), scale=False)
         # The mean advantage per turn before re-centring: how far the episode baseline leant.
-        return Credit(advantage - shift, {"turn_mean/shift": float(shift.mean())})
+        return Credit(centred, {"turn_mean/shift": float((advantage - centred).mean())})

@@ -31,7 +31,13 @@ from typing import Any, Literal
 
 import torch
 
-from aem_agent.credit.base import Credit, CreditError, TurnBatch, group_index
+from aem_agent.credit.base import (
+    Credit,
+    CreditError,
+    TurnBatch,
+    group_index,
+    normalise_in_groups,
+)
 
 #: Over which turns the centred scores are scaled (TRL's ``scale_rewards`` values).
 Scale = Literal["group", "batch", "none"]
@@ -79,19 +85,11 @@ class TurnPenalty:
             return Credit(batch.advantage.to(torch.float64))
         score = self.scores(batch)
         group = group_index(batch.group)
-        n = int(group.max()) + 1
-        count = _group_sum(torch.ones_like(score), group, n)
-        centred = score - (_group_sum(score, group, n) / count)[group]
-        if self.scale == "group":
-            # The unbiased std of each group's turns, as verl-agent's torch.std; 1 for one turn.
-            squares = _group_sum(centred**2, group, n)
-            std = torch.where(count > 1, (squares / (count - 1).clamp(min=1)).sqrt(), 1.0)
-            advantage = centred / (std[group] + self.eps)
-        elif self.scale == "batch":
+        # verl-agent's torch.std over the group's rows (unbiased), or the batch's, or none.
+        advantage = normalise_in_groups(score, group, scale=self.scale == "group", eps=self.eps)
+        if self.scale == "batch":
             std = score.std() if len(score) > 1 else score.new_tensor(1.0)
-            advantage = centred / (std + self.eps)
-        else:
-            advantage = centred
+            advantage = advantage / (std + self.eps)
         assert batch.reward is not None  # scores() required it
         penalised = batch.reward < 0
         metrics = {

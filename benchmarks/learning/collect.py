@@ -66,6 +66,12 @@ def last_value(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
     return None
 
 
+def recent_mean(rows: Sequence[Mapping[str, Any]], key: str, window: int) -> float | None:
+    """Mean of the last ``window`` values ``key`` took (fewer if fewer were logged)."""
+    values = [v for v in (as_number(r.get(key)) for r in rows) if v is not None][-window:]
+    return sum(values) / len(values) if values else None
+
+
 # ---------------------------------------------------------------------------- results.json
 def read_metrics(path: Path) -> list[dict[str, Any]]:
     """A run's metrics.csv as rows of numbers (empty cells dropped); [] when absent."""

@@ -26,6 +26,9 @@ DONE_MARKER = "done.json"
 RESULTS_FILE = "results.json"
 #: What the start offers AEM, measured before any RL (:mod:`benchmarks.learning.taskcheck`).
 TASK_CHECK_FILE = "task-check.json"
+#: Training steps whose episodes are averaged when a run's training success is read (the status
+#: table, the aem-tiny rule): one held-out cadence.
+TRAIN_WINDOW = 10
 #: Settings the harness owns; a config's ``train`` section may not set them.
 HARNESS_KEYS = ("algo", "seed", "output_dir", "env_ids", "env_kwargs", "env_split", "model")
 #: The reply format's tags, kept whole by the tiny tokenizer.

@@ -20,10 +20,8 @@ from typing import Any
 
 from aem_envs.core.errors import ArgumentError
 from benchmarks.learning.collect import SAMPLED_DIR, read_sampled
-from benchmarks.learning.config import START_DIR
+from benchmarks.learning.config import START_DIR, TRAIN_WINDOW
 
-#: Training steps at the end of a run whose success is averaged: one held-out cadence.
-TRAIN_WINDOW = 10
 #: The run of the chosen arm that ships (its last model, ``final/``).
 SHIPPED_SEED = 0
 #: Standard errors of the difference by which the shipped run must beat the start.

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aem_envs.core.io import atomic_write_json
-from benchmarks.learning.collect import last_value, read_metrics
+from benchmarks.learning.collect import last_value, read_metrics, recent_mean
 from benchmarks.learning.config import (
     DONE_MARKER,
     RUNS_DIR,
     START_DIR,
     START_MARKER,
     TASK_CHECK_FILE,
+    TRAIN_WINDOW,
     LearningConfig,
 )
 from benchmarks.learning.experiment import updates_per_batch
@@ -76,7 +77,9 @@ def running(run_dir: Path, *, every: float = 60.0) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class RunStatus:
-    """One run's state, the last step it logged and checkpointed, its last held-out score."""
+    """One run's state, the last step it logged and checkpointed, its training episodes'
+    success and valid-action rates over its last :data:`TRAIN_WINDOW` steps (what a choice
+    between settings may read), and its last held-out score (what it may not)."""
 
     name: str
     state: str  # done | running | stopped | waiting
@@ -84,6 +87,8 @@ class RunStatus:
     checkpoint: int | None
     heldout_success: float | None
     note: str = ""
+    train_success: float | None = None
+    valid_rate: float | None = None
 
 
 def run_status(
@@ -116,7 +121,18 @@ def run_status(
         if state == "stopped":
             note = note or (f"resumes from {newest.name}" if newest else "restarts from step 0")
         heldout = last_value(rows, HELDOUT_KEYS[0])
-        statuses.append(RunStatus(name, state, step, checkpoint, heldout, note))
+        statuses.append(
+            RunStatus(
+                name,
+                state,
+                step,
+                checkpoint,
+                heldout,
+                note,
+                recent_mean(rows, "episode/success_rate", TRAIN_WINDOW),
+                recent_mean(rows, "episode/valid_rate", TRAIN_WINDOW),
+            )
+        )
     return statuses
 
 
@@ -151,16 +167,21 @@ def _owner_state(owner: dict[str, object]) -> tuple[str, str]:
 def format_status(statuses: list[RunStatus], max_steps: int | None) -> str:
     """A Markdown table of :func:`run_status`."""
     lines = [
-        "| run | state | step | checkpoint | held-out success | note |",
-        "|---|---|---|---|---|---|",
+        f"| run | state | step | checkpoint | training success, last {TRAIN_WINDOW} steps "
+        "| valid actions, likewise | held-out success | note |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     total = f" / {max_steps}" if max_steps else ""
+
+    def rate(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
     for s in statuses:
         step = "—" if s.step is None else f"{s.step}{total}"
-        heldout = "—" if s.heldout_success is None else f"{s.heldout_success:.3f}"
         lines.append(
             f"| {s.name} | {s.state} | {step} | {s.checkpoint if s.checkpoint else '—'} | "
-            f"{heldout} | {s.note} |"
+            f"{rate(s.train_success)} | {rate(s.valid_rate)} | {rate(s.heldout_success)} "
+            f"| {s.note} |"
         )
     counts = {state: sum(s.state == state for s in statuses) for state in _STATES}
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)

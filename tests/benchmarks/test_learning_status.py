@@ -14,6 +14,7 @@ import pytest
 
 from aem_cli.main import main
 from benchmarks.learning import config as lc
+from benchmarks.learning.collect import recent_mean
 from benchmarks.learning.status import (
     RUNNING_MARKER,
     SESSIONS_FILE,
@@ -29,8 +30,11 @@ CONFIG = "name: t\nalgorithms: [grpo, aem]\nseeds: [0, 1, 2]\nenv: {id: aemtest/
 def _run(out: Path, name: str, *, steps: int = 0, checkpoint: int | None = None) -> Path:
     run_dir = out / lc.RUNS_DIR / name
     run_dir.mkdir(parents=True)
-    lines = ["step,heldout/success_rate,reward", "0,0.25,"]
-    lines += [f"{s},,{s}" for s in range(1, steps + 1)]
+    lines = [
+        "step,heldout/success_rate,reward,episode/success_rate,episode/valid_rate",
+        "0,0.25,,,",
+    ]
+    lines += [f"{s},,{s},{s / 100},0.5" for s in range(1, steps + 1)]
     (run_dir / "metrics.csv").write_text("\n".join(lines) + "\n")
     if checkpoint is not None:
         (run_dir / f"checkpoint-{checkpoint}").mkdir()
@@ -73,7 +77,9 @@ def test_each_run_says_where_it_stands(grid: tuple[lc.LearningConfig, Path]) -> 
     assert (status["aem-seed1"].step, status["aem-seed1"].checkpoint) == (5, 4)
     assert status["grpo-seed0"].heldout_success == pytest.approx(0.25)
     table = format_status(list(status.values()), 10)
-    assert "| aem-seed1 | stopped | 5 / 10 | 4 | 0.250 | resumes from checkpoint-4 |" in table
+    assert status["aem-seed1"].train_success == pytest.approx(0.03)  # steps 1-5: 0.01..0.05
+    row = "| aem-seed1 | stopped | 5 / 10 | 4 | 0.030 | 0.500 | 0.250 | resumes from checkpoint-4 |"
+    assert row in table
     assert table.rstrip().endswith("1 done, 1 running, 2 stopped, 2 waiting")
 
 
@@ -85,7 +91,7 @@ def test_the_status_command_rewrites_results_from_the_runs_done(
     assert code == 0
     printed = capsys.readouterr().out
     assert "start: not built; task check: not done" in printed
-    assert "| grpo-seed2 | waiting | — | — | — |  |" in printed
+    assert "| grpo-seed2 | waiting | — | — | — | — | — |  |" in printed
     results = json.loads((out / lc.RESULTS_FILE).read_text())
     assert [r["status"] for r in results["runs"]][:2] == ["done", "partial"]
     assert (out / "report.md").is_file()
@@ -144,3 +150,10 @@ def test_an_arm_with_mini_batch_updates_stands_at_its_rollout_batch(tmp_path: Pa
     assert (status["grpo-seed0"].step, status["grpo-seed0"].checkpoint) == (5, 4)
     assert (status["dapo-seed0"].step, status["dapo-seed0"].checkpoint) == (5, 4)
     assert status["dapo-seed0"].note == "resumes from checkpoint-8"
+
+
+def test_a_recent_mean_reads_the_last_values_logged() -> None:
+    rows = [{"step": s, "x": float(s)} for s in range(1, 16)] + [{"step": 16}]
+    assert recent_mean(rows, "x", 10) == pytest.approx(sum(range(6, 16)) / 10)
+    assert recent_mean(rows[:3], "x", 10) == pytest.approx(2.0)
+    assert recent_mean(rows, "y", 10) is None

@@ -270,3 +270,43 @@ def test_turn_penalty_charges_each_penalty_to_its_own_turn_row_on_real_rollouts(
     expected = (score - score.mean()) / (score.std() + 1e-6)
     assert torch.allclose(out["advantages"][: len(score)].double(), expected, atol=1e-5)
     assert trainer._metrics["train"]["turn_penalty/penalised_share"][0] > 0
+
+
+def test_one_update_moves_each_turn_rows_reply_with_its_advantage(
+    tiny_model_dir, tmp_path, penalised_env_id
+) -> None:
+    """The whole step-layout path, rollout to gradient: after one plain gradient step on the
+    trainer's loss, the won episode's turn row is more likely and the lost ones' rows less,
+    each by about its advantage (the rows, their advantages and the loss's tokens agree)."""
+    overrides = dict(rollout_layout="step", max_turns=3, max_completion_length=400)
+    trainer = make_trainer(
+        tiny_model_dir,
+        make_config(tmp_path, penalised_env_id, credit="turn-penalty", scale_rewards="none",
+                    **overrides),
+    )  # fmt: skip
+    out, _ = batch_out(trainer)
+    model, advantage = trainer.model, out["advantages"]
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
+    attention = torch.cat([out["prompt_mask"], out["completion_mask"]], 1)
+    start = out["prompt_ids"].shape[1] - 1
+
+    def reply_logprob() -> torch.Tensor:
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+        tokens = torch.log_softmax(logits, -1).gather(2, ids[:, 1:].unsqueeze(2)).squeeze(2)
+        return (tokens[:, start:] * out["completion_mask"]).sum(1)
+
+    before = reply_logprob()
+    trainer.current_gradient_accumulation_steps = (
+        1  # Trainer.training_step sets it; the loss reads it
+    )
+    model.zero_grad()
+    trainer.compute_loss(model, out).backward()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            if parameter.grad is not None:
+                parameter -= 0.5 * parameter.grad
+    moved = reply_logprob() - before
+    assert (advantage > 0).any() and (advantage < 0).any()
+    assert bool((moved[advantage > 0] > 0).all()) and bool((moved[advantage < 0] < 0).all())
+    assert float(torch.corrcoef(torch.stack([moved, advantage.float()]))[0, 1]) > 0.8

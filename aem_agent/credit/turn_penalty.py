@@ -54,10 +54,6 @@ def _scale_of(setting: Any) -> Scale:
     return scale
 
 
-def _group_sum(values: torch.Tensor, group: torch.Tensor, n: int) -> torch.Tensor:
-    return torch.zeros(n, dtype=torch.float64).index_add_(0, group, values)
-
-
 @dataclass(frozen=True)
 class TurnPenalty:
     """verl-agent's row-level GRPO advantage: the outcome for every turn, a penalty for its own."""
@@ -77,7 +73,8 @@ class TurnPenalty:
         assert batch.reward is not None  # required just above
         reward = batch.reward.to(torch.float64)
         episode = group_index(batch.episode)
-        outcome = _group_sum(reward.clamp(min=0), episode, int(episode.max()) + 1)
+        outcome = torch.zeros(int(episode.max()) + 1, dtype=torch.float64)
+        outcome.index_add_(0, episode, reward.clamp(min=0))
         return outcome[episode] + reward.clamp(max=0)
 
     def __call__(self, batch: TurnBatch) -> Credit:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aem_agent.grpo.run import METRICS_FILE
 from aem_envs.core.errors import ArgumentError
 from benchmarks.learning.collect import read_metrics
 
@@ -46,8 +47,8 @@ class Paired:
 
 
 def per_step(run: Path, key: str) -> dict[int, float]:
-    """``key`` at each step of a run's metrics.csv."""
-    return {int(r["step"]): float(r[key]) for r in read_metrics(run / "metrics.csv") if key in r}
+    """``key`` at each step of a run's metrics."""
+    return {int(r["step"]): float(r[key]) for r in read_metrics(run / METRICS_FILE) if key in r}
 
 
 def paired(base: Mapping[int, float], candidate: Mapping[int, float], key: str) -> Paired:
@@ -113,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--steps", type=_window, required=True, help="FIRST-LAST, inclusive")
     args = parser.parse_args(argv)
     for run in (args.base, *args.candidates):
-        if not (run / "metrics.csv").is_file():
+        if not (run / METRICS_FILE).is_file():
             parser.error(f"{run} holds no metrics.csv: give run folders (…/runs/grpo-seed0)")
     print(table(args.base, compare(args.base, args.candidates, *args.steps)))
 

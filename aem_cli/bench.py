@@ -192,7 +192,7 @@ def run_learning(args: argparse.Namespace) -> int:
     from benchmarks.learning.collect import load_results
     from benchmarks.learning.config import load_config
     from benchmarks.learning.grid import run_grid
-    from benchmarks.learning.report import final_table, write_report
+    from benchmarks.learning.report import final_table, remaining_line, write_report
 
     config = load_config(args.config)
     out = args.out or DEFAULT_OUT / config.name
@@ -204,8 +204,10 @@ def run_learning(args: argparse.Namespace) -> int:
             raise AEMError(f"--out {out} holds no grid yet; start it without --status")
         print(start_status(out))
         print(format_status(run_status(config, out), config.train.get("max_steps")), end="")
-        paths = write_report(out, write_results(out, config))
-        print(f"results: {out / 'results.json'}\nreport:  {paths['markdown']}")
+        results = write_results(out, config)
+        paths = write_report(out, results)
+        print(remaining_line(results) or "", f"results: {out / 'results.json'}",
+              f"report:  {paths['markdown']}", sep="\n")  # fmt: skip
         return 0
     results = load_results(out) if args.report_only else run_grid(config, out, only=args.run)
     paths = write_report(out, results)

@@ -181,6 +181,9 @@ def markdown_report(results: Mapping[str, Any]) -> str:
         )
     if results.get("cost"):
         lines += ["", "## Cost", "", cost_table(results)]
+        left = remaining_line(results)
+        if left:
+            lines += [left, ""]
     lines += ["", f"Written {results.get('written', '')} from results.json.", ""]
     return "\n".join(lines)
 
@@ -237,6 +240,26 @@ def cost_table(results: Mapping[str, Any]) -> str:
         "included) |"
     )
     return "\n".join(lines) + "\n"
+
+
+def remaining_line(results: Mapping[str, Any]) -> str | None:
+    """What is left of the grid, in lane-hours at the pace of its runs so far (the wall time
+    of their processes per step logged, held-out passes included): what a session plans by.
+    None before any run has recorded its processes, without a step budget, or when nothing is
+    left."""
+    runs = results["runs"]
+    if any(r.get("max_steps") is None for r in runs):
+        return None
+    timed = [r for r in runs if (r.get("cost") or {}).get("sessions") and r.get("step")]
+    left = sum(r["max_steps"] - (r.get("step") or 0) for r in runs if r["status"] != "done")
+    if not timed or left <= 0:
+        return None
+    pace = sum(r["cost"]["session_wall_s"] for r in timed) / sum(r["step"] for r in timed)
+    return (
+        f"Left: {left} run-steps, about {hours(left * pace)} lane-hours at the pace so far "
+        f"({pace / 60:.1f} min per step per lane, held-out passes included; arms with more "
+        "updates per batch take longer)."
+    )
 
 
 def _optional_sections(results: Mapping[str, Any]) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from aem_cli.main import main
 from benchmarks.learning import config as lc
 from benchmarks.learning.collect import recent_mean
+from benchmarks.learning.report import remaining_line
 from benchmarks.learning.status import (
     RUNNING_MARKER,
     SESSIONS_FILE,
@@ -157,3 +158,17 @@ def test_a_recent_mean_reads_the_last_values_logged() -> None:
     assert recent_mean(rows, "x", 10) == pytest.approx(sum(range(6, 16)) / 10)
     assert recent_mean(rows[:3], "x", 10) == pytest.approx(2.0)
     assert recent_mean(rows, "y", 10) is None
+
+
+def test_what_is_left_is_priced_at_the_pace_of_the_runs_so_far() -> None:
+    def run(status: str, step: int | None, wall: float | None) -> dict:
+        cost = {"sessions": 1, "session_wall_s": wall} if wall else {"sessions": 0}
+        return {"status": status, "step": step, "max_steps": 100, "cost": cost}
+
+    # 100 + 50 steps took 150 * 120 s: 2 min a step; 50 + 100 steps are left.
+    runs = [run("done", 100, 12_000.0), run("partial", 50, 6_000.0), run("pending", None, None)]
+    line = remaining_line({"runs": runs})
+    assert line is not None and line.startswith("Left: 150 run-steps, about 5.0 lane-hours")
+    assert "(2.0 min per step per lane" in line
+    assert remaining_line({"runs": [run("pending", None, None)]}) is None  # no pace yet
+    assert remaining_line({"runs": [run("done", 100, 12_000.0)]}) is None  # nothing left

@@ -7,6 +7,13 @@ step is hard for all), so the comparison pairs the runs step by step: the mean p
 difference and its standard error (the differences' std over √n) are free of that shared
 variation, which an unpaired test over episodes would count as noise.
 
+What the pairing cannot remove is the runs' own divergence: two runs of one config and seed
+play the same first batch, then sample apart (on CPU their updates differ in the last bits),
+and from there each carries its own offset for many steps, which the per-step standard error
+does not count (``docs/small-agent.md``, "Invalid actions", measured it on two replicates). A
+difference between single runs of two settings means something only well beyond that offset;
+replicate runs (seeds) per setting are the test that counts it.
+
     python -m benchmarks.learning.probe BASE_RUN CANDIDATE_RUN... --steps 6-15
 """
 

@@ -191,6 +191,39 @@ def test_training_raises_heldout_success_above_the_start(tmp_path, lucky_env_id)
     assert final >= max(0.8, start + 0.3), heldout
 
 
+def test_held_out_passes_and_the_drift_probe_leave_training_as_it_was(
+    tmp_path, lucky_env_id
+) -> None:
+    """Scoring during a run draws on its own random state: a run scored every step, with the
+    drift probe every step and a sampled pass, trains exactly as one scored only at its end,
+    so runs whose cadences differ remain comparable step by step."""
+
+    def training_rows(name: str, eval_settings: dict) -> list[tuple]:
+        config = experiment(
+            lucky_env_id,
+            algorithms=["aem"],
+            warmup={"steps": 60, "batch_size": 16, "learning_rate": 0.01, "episodes": 32},
+            eval={"episodes": 2, **eval_settings},
+            train={"max_steps": 4, "per_device_train_batch_size": 16, "num_generations": 8},
+        )
+        run_grid(config, tmp_path / name, log=lambda _: None)
+        with (tmp_path / name / lc.RUNS_DIR / "aem-seed0" / "metrics.csv").open() as handle:
+            keys = ("step", "reward", "loss", "grad_norm", "episode/valid_rate")
+            return [tuple(r[k] for k in keys) for r in csv.DictReader(handle) if r.get("loss")]
+
+    quiet = training_rows("quiet", {"every": 4})
+    busy = training_rows(
+        "busy",
+        {"every": 1, "drift_every": 1, "sampled": {"every": 2, "samples": 2, "temperature": 1.0}},
+    )
+    assert len(quiet) == 4 and len({row[2] for row in quiet}) > 1  # it trained
+    with (tmp_path / "busy" / lc.RUNS_DIR / "aem-seed0" / "metrics.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["step"]) for r in rows if r.get("heldout/success_rate")] == [0, 1, 2, 3, 4]
+    assert [int(r["step"]) for r in rows if r.get("drift/measured")] == [1, 2, 3, 4]
+    assert busy == quiet
+
+
 # ---------------------------------------------------------------------------- the harness
 @pytest.mark.parametrize("updates", [1, 2])
 def test_a_killed_run_resumes_from_its_checkpoint_and_a_done_run_is_skipped(

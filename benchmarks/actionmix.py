@@ -16,7 +16,6 @@ each episode's trajectory file, relative to the folder).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aem_envs.core.errors import DataError
+from aem_envs.wrappers.recorder import read_trajectory
+from benchmarks.results import load_results
 
 #: Commands under this share of the turns are reported together as ``other``.
 MIN_SHARE = 0.01
@@ -56,18 +57,14 @@ def command(action: str | None) -> str:
 
 def steps(out: Path) -> Iterable[tuple[str, bool]]:
     """(command, valid) of every turn of every episode a bench folder recorded."""
-    results = out / "results.json"
-    if not results.is_file():
-        raise DataError(f"{out} holds no results.json: give an `aem bench --out` folder")
-    for episode in json.loads(results.read_text(encoding="utf-8"))["episodes"]:
+    for episode in load_results(out)["episodes"]:
         trajectory = out / episode["trajectory"]
         if not trajectory.is_file():
             raise DataError(
                 f"{trajectory} is missing: the action mix reads the episodes, which a bench "
                 "run keeps only where it ran (rerun it, or keep its episodes/ folder)"
             )
-        for line in trajectory.read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
+        for row in read_trajectory(trajectory):
             if row.get("kind") == "step":
                 yield (
                     command(row.get("action")),

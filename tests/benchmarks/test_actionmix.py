@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.actionmix import command, main, mix, table
+from benchmarks.results import SCHEMA
 
 
 def bench_out(tmp_path: Path, name: str, episodes: list[list[tuple[str, bool]]]) -> Path:
@@ -21,7 +22,7 @@ def bench_out(tmp_path: Path, name: str, episodes: list[list[tuple[str, bool]]])
         rows += [{"kind": "step", "action": a, "info": {"action_valid": v}} for a, v in turns]
         (out / trajectory).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
         records.append({"trajectory": trajectory})
-    (out / "results.json").write_text(json.dumps({"episodes": records}))
+    (out / "results.json").write_text(json.dumps({"schema": SCHEMA, "episodes": records}))
     return out
 
 
@@ -57,4 +58,4 @@ def test_missing_episodes_are_one_clear_error(
     assert "is missing: the action mix reads the episodes" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([str(tmp_path)])
-    assert "holds no results.json" in capsys.readouterr().err
+    assert "does not exist; give a run folder of `aem bench`" in capsys.readouterr().err

@@ -25,6 +25,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from aem_agent.grpo.run import METRICS_FILE
 from aem_envs.core.errors import ArgumentError
@@ -53,9 +54,9 @@ class Paired:
         return math.copysign(math.inf, self.difference) if self.difference else 0.0
 
 
-def per_step(run: Path, key: str) -> dict[int, float]:
-    """``key`` at each step of a run's metrics."""
-    return {int(r["step"]): float(r[key]) for r in read_metrics(run / METRICS_FILE) if key in r}
+def per_step(rows: Sequence[Mapping[str, Any]], key: str) -> dict[int, float]:
+    """``key`` at each step of a run's metrics rows."""
+    return {int(r["step"]): float(r[key]) for r in rows if key in r}
 
 
 def paired(base: Mapping[int, float], candidate: Mapping[int, float], key: str) -> Paired:
@@ -80,9 +81,10 @@ def compare(
     base: Path, candidates: Sequence[Path], first: int, last: int, keys: Sequence[str] = KEYS
 ) -> list[tuple[str, Paired]]:
     """Every candidate against ``base`` on every key, over steps ``first..last``."""
+    rows = {run: read_metrics(run / METRICS_FILE) for run in (base, *candidates)}
 
     def window(run: Path, key: str) -> dict[int, float]:
-        return {s: v for s, v in per_step(run, key).items() if first <= s <= last}
+        return {s: v for s, v in per_step(rows[run], key).items() if first <= s <= last}
 
     return [
         (run.name, paired(window(base, key), window(run, key), key))

@@ -27,7 +27,7 @@ The scale follows TRL's ``scale_rewards``, taken over turns: the std of the grou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 import torch
 
@@ -44,14 +44,15 @@ Scale = Literal["group", "batch", "none"]
 
 
 def _scale_of(setting: Any) -> Scale:
-    """TRL's ``scale_rewards`` (``True``/``False`` are its old spellings) as a :data:`Scale`."""
-    scale = {True: "group", False: "none"}.get(setting, setting)
-    if scale not in ("group", "batch", "none"):
+    """TRL's ``scale_rewards`` as a :data:`Scale` (``GRPOConfig`` has already turned its old
+    ``True``/``False`` spellings into ``"group"``/``"none"``), checked before training starts
+    (TRL itself checks it at the first advantage)."""
+    if setting not in get_args(Scale):
         raise CreditError(
             f"credit 'turn-penalty' scales as scale_rewards does, and scale_rewards={setting!r} "
             "is not one of 'group', 'batch', 'none'"
         )
-    return scale
+    return cast(Scale, setting)
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ def test_without_penalties_it_centres_on_the_group_mean_over_turns() -> None:
 @pytest.mark.parametrize(
     ("setting", "scale"), [("group", "group"), (True, "group"), ("batch", "batch"), (False, "none")]
 )
-def test_its_scale_is_trl_scale_rewards(setting: object, scale: str) -> None:
-    assert TurnPenalty.from_config(SimpleNamespace(scale_rewards=setting)).scale == scale
+def test_its_scale_is_trl_scale_rewards(tmp_path: Path, setting: object, scale: str) -> None:
+    config = AEMConfig(output_dir=str(tmp_path), use_cpu=True, report_to=[], scale_rewards=setting)
+    assert TurnPenalty.from_config(config).scale == scale  # TRL's old spellings too
 
 
 def test_a_scale_it_cannot_follow_is_one_clear_error() -> None:

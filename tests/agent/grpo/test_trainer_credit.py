@@ -83,32 +83,31 @@ class PenalisedDoorsEnv(ShortWinDoorsEnv):
         return obs, reward - 0.1 * (self.turn == 2), terminated, truncated, info
 
 
+def registered(env_id: str, entry_point: type) -> str:
+    """``env_id``, registered with Gymnasium once for the session."""
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point=entry_point)
+    return env_id
+
+
 @pytest.fixture(scope="module")
 def penalised_env_id() -> str:
-    if PENALISED_ENV_ID not in gym.registry:
-        gym.register(id=PENALISED_ENV_ID, entry_point=PenalisedDoorsEnv)
-    return PENALISED_ENV_ID
+    return registered(PENALISED_ENV_ID, PenalisedDoorsEnv)
 
 
 @pytest.fixture(scope="module")
 def short_win_env_id() -> str:
-    if SHORT_WIN_ENV_ID not in gym.registry:
-        gym.register(id=SHORT_WIN_ENV_ID, entry_point=ShortWinDoorsEnv)
-    return SHORT_WIN_ENV_ID
+    return registered(SHORT_WIN_ENV_ID, ShortWinDoorsEnv)
 
 
 @pytest.fixture(scope="module")
 def indexed_env_id() -> str:
-    if INDEXED_ENV_ID not in gym.registry:
-        gym.register(id=INDEXED_ENV_ID, entry_point=IndexedDoorsEnv)
-    return INDEXED_ENV_ID
+    return registered(INDEXED_ENV_ID, IndexedDoorsEnv)
 
 
 @pytest.fixture(scope="module")
 def flaky_env_id() -> str:
-    if FLAKY_ENV_ID not in gym.registry:
-        gym.register(id=FLAKY_ENV_ID, entry_point=FlakyDoorsEnv)
-    return FLAKY_ENV_ID
+    return registered(FLAKY_ENV_ID, FlakyDoorsEnv)
 
 
 def test_gigpo_adds_the_step_advantage_of_the_shared_first_state(
@@ -297,9 +296,8 @@ def test_one_update_moves_each_turn_rows_reply_with_its_advantage(
         return (tokens[:, start:] * out["completion_mask"]).sum(1)
 
     before = reply_logprob()
-    trainer.current_gradient_accumulation_steps = (
-        1  # Trainer.training_step sets it; the loss reads it
-    )
+    # Trainer's training loop sets this before every step; TRL's loss reads it.
+    trainer.current_gradient_accumulation_steps = 1
     model.zero_grad()
     trainer.compute_loss(model, out).backward()
     with torch.no_grad():

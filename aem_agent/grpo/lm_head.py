@@ -20,11 +20,12 @@ from typing import Any
 
 from trl import SFTTrainer
 
-from aem_agent.grpo.trl_private import reply_positions_only
+from aem_agent.grpo.trl_private import TiedHeadResume, reply_positions_only
 
 
-class ReplyScoringSFTTrainer(SFTTrainer):
-    """TRL's ``SFTTrainer`` whose loss forward scores only the labelled (reply) positions."""
+class ReplyScoringSFTTrainer(TiedHeadResume, SFTTrainer):
+    """TRL's ``SFTTrainer`` whose loss forward scores only the labelled (reply) positions (and
+    whose resume knows tied weights: :class:`~aem_agent.grpo.trl_private.TiedHeadResume`)."""
 
     def compute_loss(
         self,

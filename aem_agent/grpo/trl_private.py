@@ -3,7 +3,8 @@
 TRL 1.16 has no hook for the advantage (its maintainers point users at overriding
 ``_generate_and_score_completions``, TRL issue #4525; a public ``_transform_advantages`` is
 proposed in TRL PR #7298: :data:`ADVANTAGE_HOOK`, used when TRL has it), no public per-token
-forward, and no switch for the fused head's position choice. What aem needs of those lives
+forward, and no switch for the fused head's position choice; the Trainer beneath it reports
+tied weights as missing on resume (:class:`TiedHeadResume`). What aem needs of those lives
 here and nowhere else in the package, each piece with the TRL code it mirrors named beside
 it; ``tests/agent/grpo/test_trl_contract.py`` fails loudly, naming the piece, when a TRL release
 changes one, and ``tests/agent/grpo/test_trl_private.py`` fails when another module starts to use
@@ -23,6 +24,7 @@ from contextvars import ContextVar
 from typing import Any
 
 import torch
+from transformers import Trainer
 from trl import GRPOConfig, GRPOTrainer
 from trl.trainer import utils as trl_utils
 
@@ -112,7 +114,46 @@ def rows_first(batch: dict[str, Any]) -> dict[str, Any]:
     return {"completion_ids": batch["completion_ids"], **batch}
 
 
-class GRPOInternals(GRPOTrainer):
+def filled_by_tie(model: Any, key: str) -> bool:
+    """Whether ``key`` is a tied weight that ``model`` holds as the very tensor of its source.
+
+    Loading the source then loads ``key`` too, so a checkpoint without it lost nothing.
+    """
+    source = (getattr(model, "all_tied_weights_keys", None) or {}).get(key)
+    return source is not None and model.get_parameter(key) is model.get_parameter(source)
+
+
+class TiedHeadResume(Trainer):
+    """A Trainer whose resume accepts a checkpoint without the tied output head, and refuses one
+    whose model only claims the tie.
+
+    transformers saves one copy of tied weights (with ``tie_word_embeddings`` the output head
+    is the input embedding), and ``Trainer._load_from_checkpoint`` loads non-strictly and then,
+    in ``_issue_warnings_after_load``, reports every missing key not in the model's
+    ``_keys_to_ignore_on_save``, which transformers 5 no longer fills for tied weights: every
+    resume of a fully trained model said "missing keys ['lm_head.weight']" although nothing was
+    missing. A key the model ties but holds as a separate tensor (weights materialised after the
+    tie, NVIDIA-NeMo/Automodel PR #2511) would resume with the head it had before the load,
+    not the trained one: that is an error, not a warning.
+    """
+
+    def _issue_warnings_after_load(self, load_result: Any) -> None:
+        tied = getattr(self.model, "all_tied_weights_keys", None) or {}
+        missing = []
+        for key in load_result.missing_keys:
+            if filled_by_tie(self.model, key):
+                continue
+            if key in tied:
+                raise ValueError(
+                    f"the checkpoint has no {key} and the model ties it to {tied[key]} without "
+                    "sharing the tensor: the resumed head would not be the trained one; call "
+                    "model.tie_weights() before training, or save untied weights"
+                )
+            missing.append(key)
+        super()._issue_warnings_after_load(load_result._replace(missing_keys=missing))
+
+
+class GRPOInternals(TiedHeadResume, GRPOTrainer):
     """``GRPOTrainer`` with the private methods aem uses behind aem-named methods.
 
     Subclasses override :meth:`scoring` and :meth:`rewrite_batch` (around and after TRL's

@@ -34,6 +34,16 @@ def test_per_token_logps_and_entropies_keeps_its_arguments() -> None:
     assert {"batch_size", "compute_entropy"} <= set(names)
 
 
+def test_resume_reports_missing_keys_through_one_method() -> None:
+    """``TiedHeadResume`` overrides the Trainer's report of a resumed checkpoint's keys."""
+    from transformers import Trainer
+
+    assert parameters(Trainer._issue_warnings_after_load) == ["self", "load_result"]
+    assert "self._issue_warnings_after_load(load_result)" in inspect.getsource(
+        Trainer._load_from_checkpoint
+    )
+
+
 def test_compute_loss_reads_per_token_advantages() -> None:
     """Trajectory rows at ``aem_unit="turn"`` hand TRL (B, T) advantages."""
     source = inspect.getsource(GRPOTrainer._compute_loss)

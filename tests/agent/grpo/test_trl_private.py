@@ -19,7 +19,7 @@ import torch
 from trl import GRPOTrainer, SFTTrainer
 from trl.trainer import utils as trl_utils
 
-from aem_agent.grpo.trl_private import reply_positions_only
+from aem_agent.grpo.trl_private import TiedHeadResume, reply_positions_only
 
 ROOT = Path(__file__).parents[3]
 PACKAGES = ("aem_agent", "aem_cli", "aem_envs", "benchmarks", "sandboxes")
@@ -212,3 +212,54 @@ def test_a_chunked_step_counts_its_rollout_in_step_time(
     trainer.train()
     [logged] = [row["step_time"] for row in trainer.state.log_history if "step_time" in row]
     assert 500.0 <= logged < 600.0
+
+
+@pytest.fixture
+def tied_trainer(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, TrainingArguments
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), report_to=[], use_cpu=True)
+    return TiedHeadResume(model=model, args=args)
+
+
+@pytest.fixture
+def trainer_warnings():
+    """The warnings ``transformers.trainer`` logs while the test runs (its own handler: the
+    library's loggers do not propagate to pytest's)."""
+    import logging
+
+    records: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    handler, logger = Collect(logging.WARNING), logging.getLogger("transformers.trainer")
+    logger.addHandler(handler)
+    yield records
+    logger.removeHandler(handler)
+
+
+def test_resume_loads_the_tied_head_from_the_embedding_without_a_missing_key(
+    tied_trainer, trainer_warnings, tmp_path
+) -> None:
+    model = tied_trainer.model
+    checkpoint = tmp_path / "checkpoint-1"
+    with torch.no_grad():
+        model.get_input_embeddings().weight.add_(1.0)  # the trained weights
+    model.save_pretrained(checkpoint)  # one copy of the tie: no lm_head.weight
+    trained = model.get_input_embeddings().weight.clone()
+    with torch.no_grad():
+        model.get_input_embeddings().weight.zero_()
+    tied_trainer._load_from_checkpoint(str(checkpoint))
+    assert not [w for w in trainer_warnings if "missing keys" in w]
+    assert torch.equal(model.get_output_embeddings().weight, trained)
+
+
+def test_resume_refuses_a_head_the_model_ties_only_by_its_config(tied_trainer, tmp_path) -> None:
+    model = tied_trainer.model
+    model.save_pretrained(tmp_path / "checkpoint-1")
+    model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
+    with pytest.raises(ValueError, match=r"lm_head\.weight.*without sharing the tensor"):
+        tied_trainer._load_from_checkpoint(str(tmp_path / "checkpoint-1"))

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The small-agent grid (alfworld-small.yaml), all of it, resumably: the SFT start
 # (alfworld-small-start.sh), a gate on its train-split success, then two processes, one per
-# arm (GRPO: seeds 0, 1, 2 in turn; AEM likewise, started once the first has built the
-# grid's start/ and task check), and after each run its sampled held-out score
+# arm (GRPO: seeds 0, 1, 2 in turn; AEM likewise), and after each run its sampled held-out score
 # (benchmarks/suites/small-agent-unseen.yaml; the start's first, in the AEM process). Once
 # both have ended, DAPO and DAPO+AEM the same way, then GSPO and GSPO+AEM. Rerun the same
 # command after anything stops: finished pieces are skipped, a killed run resumes from its
@@ -53,10 +52,8 @@ ended() {  # ended PID...: wait for every lane; stop the grid if one of them fai
 
 lane grpo > "$OUT/logs/grpo.log" 2>&1 &
 grpo=$!
-until [[ -f $OUT/task-check.json ]]; do  # the AEM lane reuses the start the first lane builds
-    kill -0 $grpo 2> /dev/null || { echo "the GRPO lane stopped before the start was built" >&2; exit 1; }
-    sleep 60
-done
+# the first --run of either lane builds the grid's start/ and task check; the other waits
+# for it (a lock in benchmarks/learning/grid.py) and reuses them
 { sampled "$START/act" start; lane aem; } > "$OUT/logs/aem.log" 2>&1 &
 ended $grpo $!
 for estimator in dapo gspo; do  # each estimator without and with AEM, side by side

@@ -53,11 +53,11 @@ def test_gpu_check_without_a_gpu_says_so() -> None:
 
 SMALL = ROOT / "benchmarks" / "learning" / "configs" / "alfworld-small.yaml"
 #: Every setting the small-agent grid's GRPO and AEM runs were started with: later sessions
-#: resume them with the code of the day, so these must never change (the runs started with
-#: per-group scaling are archived: alfworld-small-groupstd.yaml).
+#: resume them with the code of the day, so these must never change (the runs of earlier starts
+#: are archived with their configs, e.g. alfworld-small-oneupdate.yaml).
 SMALL_RUN = {
     "save_strategy": "steps",
-    "save_steps": 1,
+    "save_steps": 4,  # optimizer steps: every batch (4 updates)
     "save_total_limit": 1,
     "report_to": "none",
     "use_peft": False,
@@ -69,8 +69,10 @@ SMALL_RUN = {
     "history_window": 1,
     "reply_prefix": "<action>",
     "num_tasks": 1024,
-    "max_steps": 100,
-    "per_device_train_batch_size": 64,
+    "max_steps": 400,  # 100 batches
+    "per_device_train_batch_size": 16,  # 4 mini-batches of a 64-episode rollout batch
+    "steps_per_generation": 4,
+    "gradient_accumulation_steps": 1,
     "num_generations": 8,
     "max_completion_length": 4096,
     "learning_rate": 1.0e-4,
@@ -80,7 +82,7 @@ SMALL_RUN = {
     "top_k": 0,
     "beta": 0.0,
     "env_workers": 1,
-    "logging_steps": 1,
+    "logging_steps": 4,
     "env_ids": ["aem/ALFWorld-v0"],
     "env_kwargs": {},
     "env_split": "train",
@@ -110,8 +112,8 @@ def test_the_small_grids_grpo_and_aem_runs_keep_their_settings(
 
 def test_the_small_grids_estimator_arms_see_the_same_batches(tmp_path: Path) -> None:
     """Every arm of the paper's table plays 64 episodes (8 groups of 8) per rollout batch and
-    100 batches, checkpointed and logged after each; DAPO and GSPO take 4 mini-batch
-    updates per batch, so TRL counts 4 optimizer steps per grid step."""
+    100 batches, checkpointed and logged after each, in 4 mini-batch updates per batch, so
+    TRL counts 4 optimizer steps per grid step."""
     config = load_config(SMALL)
     estimators = {arm: config.arm(arm).estimator for arm in config.algorithms}
     assert estimators == {
@@ -125,7 +127,7 @@ def test_the_small_grids_estimator_arms_see_the_same_batches(tmp_path: Path) -> 
     for arm in config.algorithms:
         train = build_config(run_settings(config, arm, 0, tmp_path)).config
         updates = updates_per_batch(config, arm)
-        assert train.updates_per_batch == updates == (1 if arm in ("grpo", "aem") else 4)
+        assert train.updates_per_batch == updates == 4
         assert (train.generation_batch_size, train.num_generations) == (64, 8)
         assert (train.max_steps, train.save_steps, train.logging_steps) == (
             100 * updates,

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 #: (setting, its train settings, the setting it is compared with). The arms' settings are
 #: the small-agent grid's own (``alfworld-small.yaml``).
 ONE_UPDATE = "grpo, 1 update"
+#: The update counts, set on every row: the grid's GRPO and AEM arms train in 4 mini-batches
+#: themselves, so a row that left them unset would get the arm's.
+ONE = {"steps_per_generation": 1, "gradient_accumulation_steps": 1}
 FOUR_UPDATES = {"steps_per_generation": 4, "gradient_accumulation_steps": 1}
 
 
@@ -35,11 +38,11 @@ def comparisons(config: Any) -> list[tuple[str, dict[str, Any], str]]:
     for settings in arm.values():
         settings.pop("per_device_train_batch_size")  # set from --episodes
     return [
-        (ONE_UPDATE, {}, ONE_UPDATE),
-        ("grpo, 1 update, again", {}, ONE_UPDATE),  # the same batch: 0 if deterministic
-        ("epsilon_high 0.28, 1 update", {"epsilon_high": 0.28}, ONE_UPDATE),
-        ("sequence ratio, 1 update", {"importance_sampling_level": "sequence"}, ONE_UPDATE),
-        ("grpo (row-mean) loss, 1 update", {"loss_type": "grpo"}, ONE_UPDATE),
+        (ONE_UPDATE, dict(ONE), ONE_UPDATE),
+        ("grpo, 1 update, again", dict(ONE), ONE_UPDATE),  # the same batch: 0 if deterministic
+        ("epsilon_high 0.28, 1 update", {**ONE, "epsilon_high": 0.28}, ONE_UPDATE),
+        ("sequence ratio, 1 update", {**ONE, "importance_sampling_level": "sequence"}, ONE_UPDATE),
+        ("grpo (row-mean) loss, 1 update", {**ONE, "loss_type": "grpo"}, ONE_UPDATE),
         ("grpo, 4 updates", dict(FOUR_UPDATES), ONE_UPDATE),
         ("dapo arm", arm["dapo"], "grpo, 4 updates"),
         ("grpo (row-mean) loss, 4 updates", {**FOUR_UPDATES, "loss_type": "grpo"}, ONE_UPDATE),

@@ -144,3 +144,15 @@ def test_the_small_grids_estimator_arms_see_the_same_batches(tmp_path: Path) -> 
     gspo = build_config(run_settings(config, "gspo", 0, tmp_path)).config
     assert (gspo.importance_sampling_level, gspo.loss_type) == ("sequence", "grpo")
     assert (gspo.epsilon, gspo.epsilon_high) == (3e-4, 4e-4)
+
+
+def test_the_estimator_update_measurement_sets_each_rows_update_count(tmp_path: Path) -> None:
+    """``benchmarks.learning.estimator_updates`` compares one-update rows with four-update
+    ones; the grid's own arms train in 4 mini-batches, so a row must not inherit them."""
+    from benchmarks.learning.estimator_updates import comparisons
+
+    config = load_config(SMALL)
+    for name, settings, _ in comparisons(config):
+        values = run_settings(config, "aem", 0, tmp_path, save_strategy="no", **settings)
+        updates = build_config(values).config.updates_per_batch
+        assert updates == (1 if "1 update" in name else 4), name

@@ -12,17 +12,27 @@ episodes each, as in training), this reports:
   saw the same state, so any link is the sampled response's own;
 * ``hbar_range_median`` / ``hbar_range_mean``: the H̄ range (max − min) inside groups;
 * ``gated_share``: the share of groups whose range is under the gate (α = 1 for all there).
+
+:func:`alpha_by_command` breaks the same groups' α down by the command a reply sent (its first
+word), whether the env refused it and whether its episode was won: which replies AEM weighs
+up or down before any RL. ``python -m benchmarks.learning.taskcheck CONFIG START --groups N``
+prints that table.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING, Any, cast
 
-from benchmarks.learning.config import LearningConfig
-from benchmarks.learning.experiment import run_settings
+from aem_envs.reply import REPLY_FORMAT
+from benchmarks.actionmix import command
+from benchmarks.learning.config import LearningConfig, load_config
+from benchmarks.learning.experiment import configure_torch, run_settings
 from benchmarks.learning.heldout import isolated_rng
 
 if TYPE_CHECKING:
@@ -39,6 +49,20 @@ def task_check(
     config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int = 40, seed: int = 0
 ) -> dict[str, Any]:
     """Play ``groups`` GRPO groups from the start on training tasks; return the check."""
+    grouped, size, gate = play_groups(config, start_dir, scratch, groups=groups, seed=seed)
+    return {
+        "groups": groups,
+        "group_size": size,
+        "gate": gate,
+        **group_statistics(grouped, gate=gate),
+    }
+
+
+def play_groups(
+    config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int, seed: int = 0
+) -> tuple[list[list[Episode]], int, float]:
+    """``groups`` GRPO groups sampled from the start on training tasks (as a training step
+    samples them), the group size and AEM's gate of the grid's training settings."""
     from aem_agent.grpo.run import build_config, build_trainer
     from aem_agent.rollout.records import EpisodeSpec
     from aem_agent.rollout.samplers import model_generator
@@ -64,12 +88,66 @@ def task_check(
     finally:
         rollout.close()
     grouped = [episodes[g * size : (g + 1) * size] for g in range(groups)]
-    return {
-        "groups": groups,
-        "group_size": size,
-        "gate": train_config.aem_min_range,
-        **group_statistics(grouped, gate=train_config.aem_min_range),
-    }
+    return grouped, size, float(train_config.aem_min_range)
+
+
+def alpha_by_command(
+    groups: Sequence[Sequence[Episode]], *, lam: float, gate: float
+) -> list[dict[str, Any]]:
+    """Per (command, refused, won): turns, mean H̄ and mean AEM weight α (each group's α as
+    the trainer computes it at ``lam`` and ``gate``), most turns first."""
+    import torch
+
+    from aem_agent.credit.modulation import group_alpha
+
+    units = [
+        (g, statistics.fmean(turn.reply.entropies), turn, episode.won)
+        for g, episodes in enumerate(groups)
+        for episode in episodes
+        for turn in episode.turns
+        if turn.reply.entropies
+    ]
+    if not units:
+        return []
+    alpha, _ = group_alpha(
+        torch.tensor([h for _, h, _, _ in units]),
+        torch.tensor([g for g, _, _, _ in units]),
+        torch.ones(len(units), dtype=torch.bool),
+        lam=lam,
+        min_range=gate,
+    )
+    cells: dict[tuple[str, bool, bool], list[tuple[float, float]]] = defaultdict(list)
+    for (_, hbar, turn, won), a in zip(units, alpha.tolist(), strict=True):
+        key = (command(REPLY_FORMAT.action_text(turn.text)), not turn.action_valid, won)
+        cells[key].append((hbar, a))
+    rows = [
+        {
+            "command": key[0],
+            "refused": key[1],
+            "won": key[2],
+            "turns": len(cell),
+            "hbar": statistics.fmean(h for h, _ in cell),
+            "alpha": statistics.fmean(a for _, a in cell),
+        }
+        for key, cell in cells.items()
+    ]
+    return sorted(rows, key=lambda r: (-r["turns"], r["command"], r["refused"], r["won"]))
+
+
+def alpha_table(rows: Sequence[dict[str, Any]], *, least: int = 1) -> str:
+    """Markdown of :func:`alpha_by_command`'s rows with at least ``least`` turns."""
+    lines = [
+        "| command | refused | episode | turns | mean H̄ | mean α |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r["turns"] >= least:
+            lines.append(
+                f"| `{r['command'] or '?'}` | {'yes' if r['refused'] else 'no'} "
+                f"| {'won' if r['won'] else 'lost'} | {r['turns']} | {r['hbar']:.3f} "
+                f"| {r['alpha']:.3f} |"
+            )
+    return "\n".join(lines)
 
 
 def group_statistics(groups: Sequence[Sequence[Episode]], *, gate: float) -> dict[str, Any]:
@@ -117,3 +195,27 @@ def _correlation(pairs: Sequence[tuple[float, float]]) -> float | None:
         return statistics.correlation([h for h, _ in pairs], [s for _, s in pairs])
     except statistics.StatisticsError:  # no spread at all
         return None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.learning.taskcheck",
+        description="AEM's weights per command on groups sampled from a start checkpoint.",
+    )
+    parser.add_argument("config", type=Path, help="a learning config (its env and settings)")
+    parser.add_argument("start", type=Path, help="the start checkpoint (runs/small-start/act)")
+    parser.add_argument("--groups", type=int, default=16, help="GRPO groups to sample")
+    parser.add_argument("--lam", type=float, default=1.0, help="AEM's λ")
+    parser.add_argument("--least", type=int, default=20, help="hide cells with fewer turns")
+    args = parser.parse_args(argv)
+    if not (args.start / "config.json").is_file():
+        parser.error(f"{args.start} holds no config.json: give a checkpoint folder")
+    config = load_config(args.config)
+    configure_torch(config.train.get("torch_threads"))
+    with TemporaryDirectory() as scratch:
+        groups, _, gate = play_groups(config, args.start, Path(scratch), groups=args.groups)
+    print(alpha_table(alpha_by_command(groups, lam=args.lam, gate=gate), least=args.least))
+
+
+if __name__ == "__main__":
+    main()

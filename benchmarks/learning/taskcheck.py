@@ -101,11 +101,11 @@ def alpha_by_command(
     from aem_agent.credit.modulation import group_alpha
 
     units = [
-        (g, statistics.fmean(turn.reply.entropies), turn, episode.won)
+        (g, pair[0], turn, episode.won)
         for g, episodes in enumerate(groups)
         for episode in episodes
         for turn in episode.turns
-        if turn.reply.entropies
+        if (pair := _hbar_surprisal(turn)) is not None
     ]
     if not units:
         return []

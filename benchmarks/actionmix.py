@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aem_envs.core.errors import DataError
+from aem_envs.reply import REPLY_FORMAT
 from aem_envs.wrappers.recorder import read_trajectory
 from benchmarks.results import load_results
 
@@ -53,6 +54,12 @@ def command(action: str | None) -> str:
     """The action's first word: ``"take egg 1 from fridge 1"`` → ``"take"``."""
     match = re.match(r"\s*([A-Za-z_]+)", action or "")
     return match.group(1).lower() if match else ""
+
+
+def reply_command(reply: str) -> str:
+    """The command of a policy's whole reply (its action block's first word), for code that
+    holds the model's text rather than the action the env received."""
+    return command(REPLY_FORMAT.action_text(reply))
 
 
 def steps(out: Path) -> Iterable[tuple[str, bool]]:

@@ -149,7 +149,8 @@ class AEMRecord:
     """What the last batch's AEM computed per unit (this process's units), kept so that the
     mechanism can be measured from outside (``benchmarks/learning/drift.py``): the units, their
     H̄, α, the base advantage A, the per-token surprisal S̄ of the sampled response (when the
-    sampler's log-probs are known) and the batch that was trained on."""
+    sampler's log-probs are known), the environment's reward for each unit's turn (when the
+    rollout reports turns) and the batch that was trained on."""
 
     units: Units
     hbar: torch.Tensor
@@ -157,6 +158,7 @@ class AEMRecord:
     alpha: torch.Tensor
     advantage: torch.Tensor
     surprisal: torch.Tensor | None
+    reward: torch.Tensor | None
     batch: dict[str, Any]
 
     @classmethod
@@ -180,5 +182,6 @@ class AEMRecord:
             values["aem/alpha"][mine],
             values["aem/advantage"][mine],
             surprisal,
+            local.reward,
             batch,
         )

@@ -13,8 +13,9 @@ after each update, the step's own units are scored again:
 
 The law is a statement about natural gradients; the runs use Adam, so this measures how much
 of it survives (correlation and sign agreement over steps, in the report). Every unit's A, α,
-S̄, H̄ and H̄_after is also written to ``units.csv.gz`` of the run, for the task check and for
-anyone who wants to look closer.
+S̄, H̄ and H̄_after is also written to ``units.csv.gz`` of the run, with its turn's reward and
+command (the reply's first word), for the task check, for :mod:`benchmarks.learning.push` and
+for anyone who wants to look closer.
 """
 
 from __future__ import annotations
@@ -26,10 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.io import atomic_write_bytes
+from benchmarks.actionmix import reply_command
 
 #: The per-unit file of a run.
 UNITS_FILE = "units.csv.gz"
-UNIT_COLUMNS = ("step", "group", "advantage", "alpha", "surprisal", "entropy", "entropy_after")
+UNIT_COLUMNS = (
+    "step",
+    "group",
+    "advantage",
+    "alpha",
+    "surprisal",
+    "entropy",
+    "entropy_after",
+    "reward",
+    "command",
+)
+#: The columns of :data:`UNIT_COLUMNS` that hold text; the others are numbers.
+TEXT_COLUMNS = ("command",)
 #: Per-step keys this probe adds to metrics.csv.
 DRIFT_KEYS = ("drift/predicted", "drift/measured")
 
@@ -122,6 +136,8 @@ def measure(trainer: Any, record: Any, step: int) -> tuple[list[dict[str, Any]],
         predicted = record.alpha * record.advantage * (surprisal - record.hbar)
         stats["drift/predicted"] = float(predicted[valid].mean()) if bool(valid.any()) else 0.0
     rows = []
+    replies = unit_replies(trainer.processing_class, batch["completion_ids"], record.units)
+    reward = record.reward
     for u in valid.nonzero().squeeze(1).tolist():
         rows.append(
             {
@@ -132,15 +148,33 @@ def measure(trainer: Any, record: Any, step: int) -> tuple[list[dict[str, Any]],
                 "surprisal": round(float(surprisal[u]), 6) if surprisal is not None else "",
                 "entropy": round(float(record.hbar[u]), 6),
                 "entropy_after": round(float(after[u]), 6),
+                "reward": round(float(reward[u]), 6) if reward is not None else "",
+                "command": reply_command(replies[u]),
             }
         )
     return rows, stats
 
 
-def read_units(run_dir: Path) -> list[dict[str, float]]:
-    """A run's unit rows as numbers ([] when it has none)."""
+def unit_replies(tokenizer: Any, completion_ids: Any, units: Any) -> list[str]:
+    """Each unit's reply text: its own completion tokens (``units.token_unit``), decoded."""
+    ids: list[list[int]] = [[] for _ in range(units.count)]
+    for row, position in (units.token_unit >= 0).nonzero().tolist():
+        ids[int(units.token_unit[row, position])].append(int(completion_ids[row, position]))
+    return [tokenizer.decode(unit_ids, skip_special_tokens=True) for unit_ids in ids]
+
+
+def read_units(run_dir: Path) -> list[dict[str, Any]]:
+    """A run's unit rows ([] when it has none): numbers, but :data:`TEXT_COLUMNS` as text; a
+    number a row left empty (written before its column existed, or not known) is absent."""
     path = run_dir / UNITS_FILE
     if not path.is_file():
         return []
     with gzip.open(path, "rt", newline="") as handle:
-        return [{k: float(v) for k, v in r.items() if v != ""} for r in csv.DictReader(handle)]
+        return [
+            {
+                k: v if k in TEXT_COLUMNS else float(v)
+                for k, v in r.items()
+                if v is not None and (v != "" or k in TEXT_COLUMNS)
+            }
+            for r in csv.DictReader(handle)
+        ]

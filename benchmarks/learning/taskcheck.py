@@ -29,8 +29,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import TYPE_CHECKING, Any, cast
 
-from aem_envs.reply import REPLY_FORMAT
-from benchmarks.actionmix import command
+from benchmarks.actionmix import reply_command
 from benchmarks.learning.config import LearningConfig, load_config
 from benchmarks.learning.experiment import configure_torch, run_settings
 from benchmarks.learning.heldout import isolated_rng
@@ -118,7 +117,7 @@ def alpha_by_command(
     )
     cells: dict[tuple[str, bool, bool], list[tuple[float, float]]] = defaultdict(list)
     for (_, hbar, turn, won), a in zip(units, alpha.tolist(), strict=True):
-        key = (command(REPLY_FORMAT.action_text(turn.text)), not turn.action_valid, won)
+        key = (reply_command(turn.text), not turn.action_valid, won)
         cells[key].append((hbar, a))
     rows = [
         {

@@ -315,14 +315,25 @@ def test_a_run_resumed_off_the_held_out_cadence_scores_no_extra_pass(
 
 
 def test_the_drift_probe_scores_only_every_drift_every_steps(tmp_path, lucky_env_id) -> None:
-    config = experiment(lucky_env_id, eval={"drift_every": 2})
+    config = experiment(  # warmed up to valid replies, so that some turns win
+        lucky_env_id,
+        eval={"drift_every": 2},
+        warmup={"steps": 60, "batch_size": 16, "learning_rate": 0.01, "episodes": 32},
+    )
     out = tmp_path / "out"
     run_grid(config, out, log=lambda _: None)
     run_dir = out / lc.RUNS_DIR / "grpo-seed0"
     with (run_dir / "metrics.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert [int(r["step"]) for r in rows if r.get("drift/measured")] == [2, 4]
-    assert sorted({int(u["step"]) for u in read_units(run_dir)}) == [2, 4]
+    units = read_units(run_dir)
+    assert sorted({int(u["step"]) for u in units}) == [2, 4]
+    # each unit row carries its own turn's reward and command: "green" wins, the other doors
+    # are accepted without a reward, anything else is penalised
+    assert {u["reward"] for u in units} <= {10.0, 0.0, -0.1}  # the paper's rewards
+    by_reward = {r: {u["command"] for u in units if u["reward"] == r} for r in (10.0, 0.0)}
+    assert by_reward[10.0] <= {"green"} and by_reward[0.0] <= {"red", "blue"}
+    assert by_reward[10.0] | by_reward[0.0]  # the warm-up made some replies valid
 
 
 def fake_run(out: Path, name: str, heldout: list[tuple[int, float]], *, done: bool) -> None:

@@ -1,0 +1,105 @@
+"""Where a run's policy-gradient push went, by command, in its own training batches.
+
+Why: under a token-mean loss (``loss_type: dapo``, the grid's GRPO and AEM arms) each turn's
+reply enters the gradient as α · A times the gradient of its log-probability (A its advantage,
+α AEM's weight where AEM is applied, 1 otherwise; the same normaliser for every turn), so the
+sum of α · A over the turns that sent a command says whether the update made that command
+likelier or less likely, and how hard (a per-row mean loss divides each by its reply's
+length, which this does not). The
+small-agent grid's GRPO runs drifted towards ``take`` commands the env refused while its AEM
+runs did not, and AEM's α for those turns was near 1 (``docs/small-agent.md``); this reads
+the pushes the runs actually trained on, from the unit rows the drift probe writes
+(:mod:`benchmarks.learning.drift`; every ``drift_every`` steps). For every run it shows both
+sums, with and without α, whichever of them the run applied.
+
+    python -m benchmarks.learning.push RUN_DIR [RUN_DIR ...] [--steps FIRST LAST]
+
+A turn counts as refused when its own reward is negative (the invalid-action penalty).
+Commands under 1 % of the turns are counted together as ``other``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.actionmix import MIN_SHARE
+from benchmarks.learning.drift import read_units
+
+
+def push_by_command(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (command, refused): turns, their share of all turns, mean A, mean α, and the
+    pushes Σ A / N and Σ α · A / N (N every turn of ``units``), most turns first; only rows
+    that carry a command and a reward count."""
+    rows = [u for u in units if "command" in u and "reward" in u]
+    if not rows:
+        return []
+    total = len(rows)
+    counts: dict[str, int] = defaultdict(int)
+    for u in rows:
+        counts[u["command"]] += 1
+    cells: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
+    for u in rows:
+        name = u["command"] if counts[u["command"]] / total >= MIN_SHARE else "other"
+        cells[(name, u["reward"] < 0)].append(u)
+    table = [
+        {
+            "command": name,
+            "refused": refused,
+            "turns": len(cell),
+            "share": len(cell) / total,
+            "advantage": sum(u["advantage"] for u in cell) / len(cell),
+            "alpha": sum(u["alpha"] for u in cell) / len(cell),
+            "push": sum(u["advantage"] for u in cell) / total,
+            "push_alpha": sum(u["alpha"] * u["advantage"] for u in cell) / total,
+        }
+        for (name, refused), cell in cells.items()
+    ]
+    return sorted(table, key=lambda r: (-r["turns"], r["command"], r["refused"]))
+
+
+def push_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown of :func:`push_by_command`'s rows (pushes per thousand turns)."""
+    lines = [
+        "| command | refused | turns | share | mean A | mean α | Σ A (‰) | Σ α·A (‰) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| `{r['command'] or '?'}` | {'yes' if r['refused'] else 'no'} | {r['turns']} "
+            f"| {100 * r['share']:.1f} % | {r['advantage']:+.3f} | {r['alpha']:.3f} "
+            f"| {1000 * r['push']:+.1f} | {1000 * r['push_alpha']:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.learning.push",
+        description="Each command's summed advantage (with and without AEM's α) in a run's "
+        "training batches.",
+    )
+    parser.add_argument("runs", type=Path, nargs="+", help="run folders (runs/<arm>-seed<s>)")
+    parser.add_argument(
+        "--steps", type=int, nargs=2, metavar=("FIRST", "LAST"), help="only these steps"
+    )
+    args = parser.parse_args(argv)
+    first, last = args.steps or (0, 10**9)
+    for run in args.runs:
+        units = [u for u in read_units(run) if first <= u["step"] <= last]
+        rows = push_by_command(units)
+        if not rows:
+            parser.error(
+                f"{run} has no unit rows with a command and a reward in steps {first}-{last}: "
+                "the drift probe logs them every `drift_every` steps, from this tool's version on"
+            )
+        steps = sorted({int(u["step"]) for u in units if "command" in u})
+        print(f"## {run.name}: steps {', '.join(map(str, steps))}\n")
+        print(push_table(rows) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""The small-agent grid's driver script (``configs/alfworld-small-grid.sh``): its order, its
+gate on the start, and how a failed lane stops it.
+
+The script's pieces (``aem sft``, ``aem bench``, ``aem bench learning --run``) are tested
+where they live; here ``$PYTHON`` is a recorder that plays each piece's part on disk (a model
+file, a results file, a failure where asked), so what is checked is the script's own logic.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = Path("benchmarks") / "learning" / "configs"
+SCRIPTS = ("alfworld-small-grid.sh", "alfworld-small-start.sh")
+
+#: Stands in for ``$PYTHON``: logs its arguments, runs ``-c`` code with the real interpreter,
+#: and leaves what each called piece would: a model for ``aem sft``, a results file with
+#: ``$SUCCESS`` for ``aem bench --suite``; ``aem bench learning --run $FAIL_RUN`` fails.
+RECORDER = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+if [[ $1 == -c ]]; then exec {python} "$@"; fi
+args=("$@"); out=""; run=""
+for ((i = 0; i < ${{#args[@]}}; i++)); do
+    case ${{args[i]}} in --out|--output-dir) out=${{args[i+1]}};; --run) run=${{args[i+1]}};; esac
+done
+case "$2 $3 $4" in
+    "aem_cli sft "*) mkdir -p "$out" && touch "$out/model.safetensors";;
+    "aem_cli bench learning") [[ -z $run || $run != "${{FAIL_RUN:-}}" ]];;
+    "aem_cli bench --suite") mkdir -p "$out"
+        echo "{{\\"summary\\": [{{\\"success_rate\\": $SUCCESS}}]}}" > "$out/results.json";;
+esac
+"""
+
+
+def grid(tmp_path: Path, *, success: float, fail_run: str = "") -> tuple[int, list[str], str]:
+    """Run the grid script in ``tmp_path``: its exit status, the calls of this run, stderr."""
+    (tmp_path / CONFIGS).mkdir(parents=True, exist_ok=True)
+    for name in SCRIPTS:
+        shutil.copy(ROOT / CONFIGS / name, tmp_path / CONFIGS / name)
+    recorder = tmp_path / "python"
+    recorder.write_text(RECORDER.format(python=sys.executable))
+    recorder.chmod(0o755)
+    calls = tmp_path / "calls.log"
+    calls.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        "PYTHON": str(recorder),
+        "CALLS": str(calls),
+        "SUCCESS": str(success),
+        "FAIL_RUN": fail_run,
+    }
+    done = subprocess.run(
+        ["bash", str(CONFIGS / SCRIPTS[0]), "out"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, calls.read_text().splitlines(), done.stderr
+
+
+def runs(calls: list[str]) -> list[str]:
+    """The ``--run`` names, in call order."""
+    return [c.split("--run ")[1] for c in calls if "--run " in c]
+
+
+def first(calls: list[str], text: str) -> int:
+    return next(i for i, c in enumerate(calls) if text in c)
+
+
+def test_the_grid_builds_the_start_then_runs_each_pair_in_two_lanes(tmp_path: Path) -> None:
+    status, calls, stderr = grid(tmp_path, success=24.3)
+    assert status == 0, stderr
+    stages = [c for c in calls if "aem_cli sft" in c]
+    assert len(stages) == 2 and "--prompt-loss" in stages[0] and "small-start/read" in stages[1]
+    named = runs(calls)
+    assert sorted(named) == sorted(
+        f"{arm}-seed{seed}"
+        for arm in ("grpo", "aem", "dapo", "dapo-aem", "gspo", "gspo-aem")
+        for seed in (0, 1, 2)
+    )
+    for arm in ("grpo", "aem", "dapo", "dapo-aem", "gspo", "gspo-aem"):  # seeds in turn
+        assert [r for r in named if r.rsplit("-", 1)[0] == arm] == [
+            f"{arm}-seed{s}" for s in (0, 1, 2)
+        ]
+        for seed in (0, 1, 2):  # each run's sampled held-out pass follows it
+            run = f"{arm}-seed{seed}"
+            assert first(calls, f"--run {run}") < first(calls, f"runs/{run}/final")
+    # the later pairs wait for both lanes of the one before
+    assert max(named.index(f"{a}-seed2") for a in ("grpo", "aem")) < named.index("dapo-seed0")
+    assert max(named.index(f"{a}-seed2") for a in ("dapo", "dapo-aem")) < named.index("gspo-seed0")
+    assert first(calls, "sampled/start") < first(calls, "--run aem-seed0")
+    assert calls[-2].endswith("--status") and calls[-1] == "-m benchmarks.learning.readme"
+
+
+def test_a_start_under_the_gate_stops_the_grid_before_any_run(tmp_path: Path) -> None:
+    status, calls, stderr = grid(tmp_path, success=12.5)
+    assert status == 3
+    assert "wins 12.5 % of train games (< 20 %)" in stderr
+    assert runs(calls) == []
+
+
+def test_a_failed_lane_stops_the_next_pair_and_a_rerun_reuses_the_start(tmp_path: Path) -> None:
+    status, calls, stderr = grid(tmp_path, success=24.3, fail_run="aem-seed1")
+    assert status == 1 and "a lane stopped" in stderr
+    named = runs(calls)
+    assert "aem-seed2" not in named and not any(r.startswith(("dapo", "gspo")) for r in named)
+    assert [r for r in named if r.startswith("grpo")] == ["grpo-seed0", "grpo-seed1", "grpo-seed2"]
+    status, calls, stderr = grid(tmp_path, success=24.3)
+    assert status == 0, stderr
+    assert not any("aem_cli sft" in c for c in calls)  # both stages were built
+    assert "gspo-aem-seed2" in runs(calls)

@@ -92,9 +92,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         units = [u for u in read_units(run) if first <= u["step"] <= last]
         rows = push_by_command(units)
         if not rows:
+            where = f"in steps {first}-{last}" if args.steps else "yet"
             parser.error(
-                f"{run} has no unit rows with a command and a reward in steps {first}-{last}: "
-                "the drift probe logs them every `drift_every` steps, from this tool's version on"
+                f"{run} has no unit rows with a command and a reward {where}: the drift "
+                "probe logs them every `drift_every` steps, in runs since this tool exists"
             )
         steps = sorted({int(u["step"]) for u in units if "command" in u})
         print(f"## {run.name}: steps {', '.join(map(str, steps))}\n")

@@ -30,11 +30,17 @@ from benchmarks.actionmix import MIN_SHARE
 from benchmarks.learning.drift import read_units
 
 
+def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The unit rows that carry their turn's command and reward (rows a run wrote before the
+    probe recorded them have neither)."""
+    return [u for u in units if u.get("command") is not None and "reward" in u]
+
+
 def push_by_command(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (command, refused): turns, their share of all turns, mean A, mean α, and the
-    pushes Σ A / N and Σ α · A / N (N every turn of ``units``), most turns first; only rows
-    that carry a command and a reward count."""
-    rows = [u for u in units if "command" in u and "reward" in u]
+    pushes Σ A / N and Σ α · A / N (N every turn counted), most turns first; only
+    :func:`commanded` rows count."""
+    rows = commanded(units)
     if not rows:
         return []
     total = len(rows)
@@ -89,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     first, last = args.steps or (0, 10**9)
     for run in args.runs:
-        units = [u for u in read_units(run) if first <= u["step"] <= last]
+        units = commanded([u for u in read_units(run) if first <= u["step"] <= last])
         rows = push_by_command(units)
         if not rows:
             where = f"in steps {first}-{last}" if args.steps else "yet"
@@ -97,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 f"{run} has no unit rows with a command and a reward {where}: the drift "
                 "probe logs them every `drift_every` steps, in runs since this tool exists"
             )
-        steps = sorted({int(u["step"]) for u in units if "command" in u})
+        steps = sorted({int(u["step"]) for u in units})
         print(f"## {run.name}: steps {', '.join(map(str, steps))}\n")
         print(push_table(rows) + "\n")
 

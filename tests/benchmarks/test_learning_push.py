@@ -51,11 +51,12 @@ def test_the_cli_reads_a_runs_unit_file_and_refuses_one_without_commands(tmp_pat
     run = tmp_path / "aem-seed0"
     run.mkdir()
     writer = UnitsWriter(run / UNITS_FILE)
-    writer.add([unit(5, "take", -0.1, 1.0, 1.5), unit(10, "go", 0.0, -1.0, 1.0)])
-    assert read_units(run)[0]["command"] == "take"
+    before = {k: v for k, v in unit(3, "", 0.0, 5.0, 1.0).items() if k not in ("reward", "command")}
+    writer.add([before, unit(5, "take", -0.1, 1.0, 1.5), unit(10, "go", 0.0, -1.0, 1.0)])
+    assert read_units(run)[1]["command"] == "take"
     main([str(run), "--steps", "0", "5"])
     table = capsys.readouterr().out
-    assert "steps 5" in table and "| `take` | yes | 1 | 100.0 % |" in table
+    assert "## aem-seed0: steps 5\n" in table and "| `take` | yes | 1 | 100.0 % |" in table
     assert "+1000.0 | +1500.0 |" in table and "`go`" not in table
     with pytest.raises(SystemExit):
         main([str(run), "--steps", "20", "30"])

@@ -5,12 +5,12 @@ reply enters the gradient as α · A times the gradient of its log-probability (
 α AEM's weight where AEM is applied, 1 otherwise; the same normaliser for every turn), so the
 sum of α · A over the turns that sent a command says whether the update made that command
 likelier or less likely, and how hard (a per-row mean loss divides each by its reply's
-length, which this does not). The
-small-agent grid's GRPO runs drifted towards ``take`` commands the env refused while its AEM
-runs did not, and AEM's α for those turns was near 1 (``docs/small-agent.md``); this reads
-the pushes the runs actually trained on, from the unit rows the drift probe writes
-(:mod:`benchmarks.learning.drift`; every ``drift_every`` steps). For every run it shows both
-sums, with and without α, whichever of them the run applied.
+length, which this does not). The small-agent grid's GRPO runs drifted towards ``take``
+commands the env refused while its AEM runs did not (``docs/small-agent.md``); this reads
+the pushes the runs trained on, from the unit rows the drift probe writes
+(:mod:`benchmarks.learning.drift`; every ``drift_every`` steps). Every run gets both sums: Σ A
+(what a GRPO run trains on) and Σ α · A with α recomputed from each turn's H̄ within its group
+(what an AEM run trains on, and what AEM would have made of a GRPO run's batch).
 
     python -m benchmarks.learning.push RUN_DIR [RUN_DIR ...] [--steps FIRST LAST]
 
@@ -26,8 +26,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aem_agent.credit.aem import AEM
 from benchmarks.actionmix import MIN_SHARE
 from benchmarks.learning.drift import read_units
+
+#: AEM as the grid's AEM arms run it (the defaults: λ, and the H̄ range under which a group's
+#: α is 1).
+GRID_AEM = AEM()
 
 
 def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -36,13 +41,40 @@ def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return [u for u in units if u.get("command") is not None and "reward" in u]
 
 
-def push_by_command(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (command, refused): turns, their share of all turns, mean A, mean α, and the
-    pushes Σ A / N and Σ α · A / N (N every turn counted), most turns first; only
-    :func:`commanded` rows count."""
+def entropy_alpha(
+    units: Sequence[dict[str, Any]], *, lam: float = GRID_AEM.lam, gate: float = GRID_AEM.min_range
+) -> list[float]:
+    """AEM's α for every row, from its H̄ among the rows of its step and group: the weight an
+    AEM run applies, and the one a GRPO run would have (its logged α is 1: AEM observes)."""
+    import torch
+
+    from aem_agent.credit.modulation import group_alpha
+
+    if not units:
+        return []
+    keys = {key: i for i, key in enumerate(sorted({(u["step"], u["group"]) for u in units}))}
+    alpha, _ = group_alpha(
+        torch.tensor([u["entropy"] for u in units], dtype=torch.float64),
+        torch.tensor([keys[(u["step"], u["group"])] for u in units]),
+        torch.ones(len(units), dtype=torch.bool),
+        lam=lam,
+        eps=GRID_AEM.eps,
+        min_range=gate,
+    )
+    return [float(a) for a in alpha]
+
+
+def push_by_command(
+    units: Sequence[dict[str, Any]], *, lam: float = GRID_AEM.lam, gate: float = GRID_AEM.min_range
+) -> list[dict[str, Any]]:
+    """Per (command, refused): turns, their share of all turns, mean A, mean α (from H̄,
+    :func:`entropy_alpha`), and the pushes Σ A / N and Σ α · A / N (N every turn counted),
+    most turns first; only :func:`commanded` rows count."""
     rows = commanded(units)
     if not rows:
         return []
+    alpha = entropy_alpha(rows, lam=lam, gate=gate)
+    rows = [{**u, "alpha": a} for u, a in zip(rows, alpha, strict=True)]
     total = len(rows)
     counts: dict[str, int] = defaultdict(int)
     for u in rows:
@@ -92,11 +124,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--steps", type=int, nargs=2, metavar=("FIRST", "LAST"), help="only these steps"
     )
+    parser.add_argument("--lam", type=float, default=GRID_AEM.lam, help="AEM's λ")
+    parser.add_argument(
+        "--gate", type=float, default=GRID_AEM.min_range, help="AEM's least H̄ range"
+    )
     args = parser.parse_args(argv)
     first, last = args.steps or (0, 10**9)
     for run in args.runs:
         units = commanded([u for u in read_units(run) if first <= u["step"] <= last])
-        rows = push_by_command(units)
+        rows = push_by_command(units, lam=args.lam, gate=args.gate)
         if not rows:
             where = f"in steps {first}-{last}" if args.steps else "yet"
             parser.error(
@@ -104,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "probe logs them every `drift_every` steps, in runs since this tool exists"
             )
         steps = sorted({int(u["step"]) for u in units})
-        print(f"## {run.name}: steps {', '.join(map(str, steps))}\n")
+        applied = "Σ α·A" if any(u["alpha"] != 1.0 for u in units) else "Σ A"
+        print(f"## {run.name}: steps {', '.join(map(str, steps))} (trained on {applied})\n")
         print(push_table(rows) + "\n")
 
 

@@ -114,6 +114,24 @@ def push_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def net_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown of :func:`push_by_command`'s rows summed over refusal: each command's net push
+    (per thousand turns), most turns first. A command both refused and accepted is pushed by
+    both rows at once, since the two share their first tokens."""
+    totals: dict[str, list[float]] = {}
+    for r in rows:
+        cell = totals.setdefault(r["command"], [0.0, 0.0, 0.0])
+        cell[0] += r["turns"]
+        cell[1] += r["push"]
+        cell[2] += r["push_alpha"]
+    lines = ["| command | turns | Σ A (‰) | Σ α·A (‰) |", "|---|---|---|---|"]
+    for name, (turns, push, push_alpha) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
+        lines.append(
+            f"| `{name or '?'}` | {int(turns)} | {1000 * push:+.1f} | {1000 * push_alpha:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.learning.push",
@@ -143,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         applied = "Σ α·A" if any(u["alpha"] != 1.0 for u in units) else "Σ A"
         print(f"## {run.name}: steps {', '.join(map(str, steps))} (trained on {applied})\n")
         print(push_table(rows) + "\n")
+        print(net_table(rows) + "\n")
 
 
 if __name__ == "__main__":

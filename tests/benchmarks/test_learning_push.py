@@ -7,7 +7,7 @@ import math
 import pytest
 
 from benchmarks.learning.drift import UNITS_FILE, UnitsWriter, read_units
-from benchmarks.learning.push import entropy_alpha, main, push_by_command
+from benchmarks.learning.push import entropy_alpha, main, net_table, push_by_command
 
 
 def unit(
@@ -57,6 +57,9 @@ def test_pushes_sum_each_commands_weighted_advantages_over_all_turns() -> None:
     assert refused["push_alpha"] == pytest.approx((alpha[0] - 0.5 * alpha[1]) / 4)
     assert got[("go", False)]["push_alpha"] == pytest.approx(-alpha[3] / 4)
     assert got[("take", False)]["push"] == pytest.approx(0.5)
+    net = net_table(push_by_command(units)).splitlines()
+    take = (1.0 - 0.5 + 2.0) / 4, (alpha[0] - 0.5 * alpha[1] + 2.0 * alpha[2]) / 4
+    assert net[2] == f"| `take` | 3 | {1000 * take[0]:+.1f} | {1000 * take[1]:+.1f} |"
 
 
 def test_rare_commands_are_counted_together_and_rows_without_commands_are_left_out() -> None:

@@ -21,7 +21,7 @@ Commands under 1 % of the turns are counted together as ``other``.
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -76,9 +76,7 @@ def push_by_command(
     alpha = entropy_alpha(rows, lam=lam, gate=gate)
     rows = [{**u, "alpha": a} for u, a in zip(rows, alpha, strict=True)]
     total = len(rows)
-    counts: dict[str, int] = defaultdict(int)
-    for u in rows:
-        counts[u["command"]] += 1
+    counts = Counter(u["command"] for u in rows)
     cells: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     for u in rows:
         name = u["command"] if counts[u["command"]] / total >= MIN_SHARE else "other"

@@ -79,8 +79,9 @@ def test_the_cli_reads_a_runs_unit_file_and_refuses_one_without_commands(tmp_pat
     main([str(run), "--steps", "0", "5"])
     table = capsys.readouterr().out
     assert "## aem-seed0: steps 5 (trained on Σ A)\n" in table
+    # a group of one: α = 1
     assert "| `take` | yes | 1 | 100.0 % | +1.000 | 1.000 | +1000.0 | +1000.0 |" in table
-    assert "`go`" not in table  # a group of one: α = 1
+    assert "`go`" not in table  # step 10 is outside the asked steps
     with pytest.raises(SystemExit):
         main([str(run), "--steps", "20", "30"])
     assert "no unit rows with a command" in capsys.readouterr().err

@@ -26,13 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aem_agent.credit.aem import AEM
 from benchmarks.actionmix import MIN_SHARE
 from benchmarks.learning.drift import read_units
-
-#: AEM as the grid's AEM arms run it (the defaults: λ, and the H̄ range under which a group's
-#: α is 1).
-GRID_AEM = AEM()
 
 
 def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -42,30 +37,34 @@ def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def entropy_alpha(
-    units: Sequence[dict[str, Any]], *, lam: float = GRID_AEM.lam, gate: float = GRID_AEM.min_range
+    units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[float]:
     """AEM's α for every row, from its H̄ among the rows of its step and group: the weight an
-    AEM run applies, and the one a GRPO run would have (its logged α is 1: AEM observes)."""
+    AEM run applies, and the one a GRPO run would have (its logged α is 1: AEM observes).
+    λ and the gate (the H̄ range under which a group's α is 1) default to AEM's own, which the
+    grid's AEM arms run."""
     import torch
 
+    from aem_agent.credit.aem import AEM
     from aem_agent.credit.modulation import group_alpha
 
     if not units:
         return []
+    aem = AEM()
     keys = {key: i for i, key in enumerate(sorted({(u["step"], u["group"]) for u in units}))}
     alpha, _ = group_alpha(
         torch.tensor([u["entropy"] for u in units], dtype=torch.float64),
         torch.tensor([keys[(u["step"], u["group"])] for u in units]),
         torch.ones(len(units), dtype=torch.bool),
-        lam=lam,
-        eps=GRID_AEM.eps,
-        min_range=gate,
+        lam=aem.lam if lam is None else lam,
+        eps=aem.eps,
+        min_range=aem.min_range if gate is None else gate,
     )
     return [float(a) for a in alpha]
 
 
 def push_by_command(
-    units: Sequence[dict[str, Any]], *, lam: float = GRID_AEM.lam, gate: float = GRID_AEM.min_range
+    units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
     """Per (command, refused): turns, their share of all turns, mean A, mean α (from H̄,
     :func:`entropy_alpha`), and the pushes Σ A / N and Σ α · A / N (N every turn counted),
@@ -140,10 +139,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--steps", type=int, nargs=2, metavar=("FIRST", "LAST"), help="only these steps"
     )
-    parser.add_argument("--lam", type=float, default=GRID_AEM.lam, help="AEM's λ")
-    parser.add_argument(
-        "--gate", type=float, default=GRID_AEM.min_range, help="AEM's least H̄ range"
-    )
+    parser.add_argument("--lam", type=float, help="AEM's λ (default: AEM's, the grid's)")
+    parser.add_argument("--gate", type=float, help="AEM's least H̄ range (default: likewise)")
     args = parser.parse_args(argv)
     first, last = args.steps or (0, 10**9)
     for run in args.runs:

@@ -48,7 +48,7 @@ def task_check(
     config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int = 40, seed: int = 0
 ) -> dict[str, Any]:
     """Play ``groups`` GRPO groups from the start on training tasks; return the check."""
-    grouped, size, gate = play_groups(config, start_dir, scratch, groups=groups, seed=seed)
+    grouped, size, _, gate = play_groups(config, start_dir, scratch, groups=groups, seed=seed)
     return {
         "groups": groups,
         "group_size": size,
@@ -59,9 +59,9 @@ def task_check(
 
 def play_groups(
     config: LearningConfig, start_dir: Path, scratch: Path, *, groups: int, seed: int = 0
-) -> tuple[list[list[Episode]], int, float]:
+) -> tuple[list[list[Episode]], int, float, float]:
     """``groups`` GRPO groups sampled from the start on training tasks (as a training step
-    samples them), the group size and AEM's gate of the grid's training settings."""
+    samples them), the group size and AEM's λ and gate of the grid's training settings."""
     from aem_agent.grpo.run import build_config, build_trainer
     from aem_agent.rollout.records import EpisodeSpec
     from aem_agent.rollout.samplers import model_generator
@@ -87,7 +87,7 @@ def play_groups(
     finally:
         rollout.close()
     grouped = [episodes[g * size : (g + 1) * size] for g in range(groups)]
-    return grouped, size, float(train_config.aem_min_range)
+    return grouped, size, float(train_config.aem_lambda), float(train_config.aem_min_range)
 
 
 def alpha_by_command(
@@ -204,7 +204,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("config", type=Path, help="a learning config (its env and settings)")
     parser.add_argument("start", type=Path, help="the start checkpoint (runs/small-start/act)")
     parser.add_argument("--groups", type=int, default=16, help="GRPO groups to sample")
-    parser.add_argument("--lam", type=float, default=1.0, help="AEM's λ")
+    parser.add_argument(
+        "--lam", type=float, default=None, help="AEM's λ (default: the config's training λ)"
+    )
     parser.add_argument("--least", type=int, default=20, help="hide cells with fewer turns")
     args = parser.parse_args(argv)
     if not (args.start / "config.json").is_file():
@@ -212,8 +214,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     config = load_config(args.config)
     configure_torch(config.train.get("torch_threads"))
     with TemporaryDirectory() as scratch:
-        groups, _, gate = play_groups(config, args.start, Path(scratch), groups=args.groups)
-    print(alpha_table(alpha_by_command(groups, lam=args.lam, gate=gate), least=args.least))
+        groups, _, lam, gate = play_groups(config, args.start, Path(scratch), groups=args.groups)
+    lam = lam if args.lam is None else args.lam
+    print(alpha_table(alpha_by_command(groups, lam=lam, gate=gate), least=args.least))
 
 
 if __name__ == "__main__":

@@ -107,6 +107,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "and rewrite results.json and the report from the runs done; train nothing",
     )
     learning.add_argument(
+        "--training-only",
+        action="store_true",
+        help="with --status: leave the held-out scores out of what it prints (the reports it "
+        "rewrites keep them), for choosing settings on training metrics only",
+    )
+    learning.add_argument(
         "--report-only",
         action="store_true",
         help="regenerate report.md, report.html and plots from results.json; train nothing",
@@ -194,6 +200,8 @@ def run_learning(args: argparse.Namespace) -> int:
     from benchmarks.learning.grid import run_grid
     from benchmarks.learning.report import final_table, remaining_line, write_report
 
+    if args.training_only and not args.status:
+        raise AEMError("--training-only shapes what --status prints: add --status")
     config = load_config(args.config)
     out = args.out or DEFAULT_OUT / config.name
     if args.status:
@@ -202,8 +210,10 @@ def run_learning(args: argparse.Namespace) -> int:
 
         if not out.is_dir():
             raise AEMError(f"--out {out} holds no grid yet; start it without --status")
-        print(start_status(out))
-        print(format_status(run_status(config, out), config.train.get("max_steps")), end="")
+        heldout = not args.training_only
+        print(start_status(out, heldout=heldout))
+        statuses = run_status(config, out)
+        print(format_status(statuses, config.train.get("max_steps"), heldout=heldout), end="")
         results = write_results(out, config)
         paths = write_report(out, results)
         print(remaining_line(results) or "", f"results: {out / 'results.json'}",

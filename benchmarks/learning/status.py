@@ -136,12 +136,14 @@ def run_status(
     return statuses
 
 
-def start_status(out: Path) -> str:
-    """One line on what every run needs first: the start checkpoint and the task check."""
+def start_status(out: Path, *, heldout: bool = True) -> str:
+    """One line on what every run needs first: the start checkpoint (with its held-out score
+    unless ``heldout`` is false) and the task check."""
     marker = out / START_DIR / START_MARKER
     if marker.is_file():
         start = json.loads(marker.read_text(encoding="utf-8"))
-        line = f"start: ready (held-out success {start.get('heldout_success', float('nan')):.3f})"
+        score = start.get("heldout_success", float("nan"))
+        line = f"start: ready (held-out success {score:.3f})" if heldout else "start: ready"
     elif (out / f".{START_DIR}.building").is_dir():
         line = "start: being built"
     else:
@@ -164,13 +166,15 @@ def _owner_state(owner: dict[str, object]) -> tuple[str, str]:
     return "running", f"pid {pid}"
 
 
-def format_status(statuses: list[RunStatus], max_steps: int | None) -> str:
-    """A Markdown table of :func:`run_status`."""
-    lines = [
-        f"| run | state | step | checkpoint | training success, last {TRAIN_WINDOW} steps "
-        "| valid actions, likewise | held-out success | note |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+def format_status(statuses: list[RunStatus], max_steps: int | None, *, heldout: bool = True) -> str:
+    """A Markdown table of :func:`run_status`; without the held-out column when ``heldout``
+    is false, for whoever is choosing between settings mid-grid (a choice reads training
+    metrics only, so the view that serves it should not show the held-out score)."""
+    columns = [
+        "run", "state", "step", "checkpoint", f"training success, last {TRAIN_WINDOW} steps",
+        "valid actions, likewise", *(["held-out success"] if heldout else []), "note",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
     total = f" / {max_steps}" if max_steps else ""
 
     def rate(value: float | None) -> str:
@@ -178,11 +182,12 @@ def format_status(statuses: list[RunStatus], max_steps: int | None) -> str:
 
     for s in statuses:
         step = "—" if s.step is None else f"{s.step}{total}"
-        lines.append(
-            f"| {s.name} | {s.state} | {step} | {s.checkpoint if s.checkpoint else '—'} | "
-            f"{rate(s.train_success)} | {rate(s.valid_rate)} | {rate(s.heldout_success)} "
-            f"| {s.note} |"
-        )
+        cells = [
+            s.name, s.state, step, str(s.checkpoint) if s.checkpoint else "—",
+            rate(s.train_success), rate(s.valid_rate),
+            *([rate(s.heldout_success)] if heldout else []), s.note,
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
     counts = {state: sum(s.state == state for s in statuses) for state in _STATES}
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
     return "\n".join(lines) + f"\n\n{summary}\n"

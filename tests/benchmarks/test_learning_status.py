@@ -96,6 +96,15 @@ def test_the_status_command_rewrites_results_from_the_runs_done(
     results = json.loads((out / lc.RESULTS_FILE).read_text())
     assert [r["status"] for r in results["runs"]][:2] == ["done", "partial"]
     assert (out / "report.md").is_file()
+    blind = ["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--status"]
+    assert main([*blind, "--training-only"]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out" not in printed
+    assert "| grpo-seed2 | waiting | — | — | — | — |  |" in printed
+    row = "| aem-seed1 | stopped | 5 | 4 | 0.030 | 0.500 | resumes from checkpoint-4 |"
+    assert row in printed
+    assert main(["bench", "learning", str(tmp_path / "exp.yaml"), "--training-only"])
+    assert "--training-only shapes what --status prints: add --status" in capsys.readouterr().err
     empty = tmp_path / "none"
     assert main(["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(empty), "--status"])
     assert "holds no grid yet; start it without --status" in capsys.readouterr().err

@@ -67,7 +67,8 @@ def paper_table(
 
 
 def _cell(arm: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One arm's seeds: per scoring the finished seeds' values, mean and sample std; and
+    """One arm's seeds: per scoring the finished seeds' values, mean and sample std (none
+    for a single seed, which has no spread to show); and
     where each unfinished run stands (never mixed into the means)."""
     mine = [r for r in runs if r["algo"] == arm]
     cell: dict[str, Any] = {"arm": arm, "runs_planned": len(mine)}
@@ -80,7 +81,7 @@ def _cell(arm: str, runs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "per_seed": per_seed,
             "n": len(values),
             "mean": statistics.fmean(values) if values else None,
-            "std": (statistics.stdev(values) if len(values) > 1 else 0.0) if values else None,
+            "std": statistics.stdev(values) if len(values) > 1 else None,  # none for one seed
         }
     cell["unfinished"] = [
         {
@@ -139,7 +140,8 @@ def _cell_text(cell: Mapping[str, Any] | None, scorings: Sequence[str]) -> str:
         scored = cell[scoring]
         if scored["n"]:
             seeds = ", ".join(f"s{s} {_pct(v)}" for s, v in sorted(scored["per_seed"].items()))
-            parts.append(f"{scoring} **{_pct(scored['mean'])} ± {_pct(scored['std'])}** ({seeds})")
+            spread = "" if scored["std"] is None else f" ± {_pct(scored['std'])}"
+            parts.append(f"{scoring} **{_pct(scored['mean'])}{spread}** ({seeds})")
     parts += [unfinished_text(run) for run in cell["unfinished"]]
     return "<br>".join(parts) or "finished, not yet scored"
 

@@ -121,6 +121,7 @@ def test_the_table_crosses_estimators_with_aem_from_the_finished_seeds(grid) -> 
     assert grpo["paired"]["sampled"]["mean"] == pytest.approx(0.1)
     # DAPO: one seed finished (greedy only, its sampled pass not yet run); the rest apart.
     assert dapo["base"]["greedy"]["per_seed"] == {"0": 0.4}
+    assert dapo["base"]["greedy"]["std"] is None
     assert dapo["base"]["sampled"]["n"] == 0
     assert dapo["aem"]["greedy"]["n"] == 0  # a stopped run's last score is never a final
     assert dapo["paired"]["greedy"]["n"] == 0
@@ -143,6 +144,7 @@ def test_the_markdown_shows_both_scorings_and_where_unfinished_runs_stand(grid) 
         "| greedy +15.0 [+2.6, +27.4] (3 seeds)<br>sampled +10.0 [+10.0, +10.0] (3 seeds) |"
     )
     assert "s1 running, step 3/10<br>s2 waiting" in dapo
+    assert dapo.startswith("| DAPO | greedy **40.0** (s0 40.0)<br>")  # one seed: no spread
     assert "s0 stopped, step 4/10, latest greedy 12.5 %" in dapo
     assert dapo.endswith("| — |")
     assert reading(results["paper"]) == (

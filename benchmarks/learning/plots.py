@@ -64,6 +64,15 @@ def mean_curve(
     return steps, means, stds
 
 
+def averaged_runs(runs: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The runs an arm's thick curve averages: its finished ones once any has finished, so
+    a seed that has just started does not cut the mean back to its first steps (it still
+    shows as a thin line), as the paper table counts finished seeds only; before any has
+    finished, all of them."""
+    done = [r for r in runs if r["status"] == "done"]
+    return done or list(runs)
+
+
 def _smooth(values: Sequence[float], width: int) -> list[float]:
     if width <= 1 or len(values) < width:
         return list(values)
@@ -80,7 +89,8 @@ def arm_colours(algos: Sequence[str]) -> dict[str, str]:
 def plot_curves(
     results: Mapping[str, Any], path: Path, *, panels: Sequence[tuple[str, str]] = PANELS
 ) -> Path:
-    """The ``panels``, one line per algorithm (mean over seeds, band ± std, thin seeds)."""
+    """The ``panels``, one line per algorithm (mean over :func:`averaged_runs`, band ± std,
+    thin seeds)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -100,7 +110,8 @@ def plot_curves(
                 if points:
                     run_steps, values = zip(*points, strict=True)
                     axis.plot(run_steps, _smooth(values, width), color=colour, alpha=0.18, lw=0.8)
-            steps, means, stds = mean_curve(runs, key)
+            averaged = averaged_runs(runs)
+            steps, means, stds = mean_curve(averaged, key)
             if steps:
                 means, stds = _smooth(means, width), _smooth(stds, width)
                 sparse = width == 1 or len(steps) < 3  # held-out passes: a point every K steps
@@ -111,7 +122,7 @@ def plot_curves(
                     lw=2,
                     marker="o" if sparse else None,
                     ms=3,
-                    label=f"{algo.upper()} (n={len(runs)})",
+                    label=f"{algo.upper()} (n={len(averaged)})",
                 )
                 axis.fill_between(
                     steps,
@@ -144,8 +155,8 @@ def plot_curves(
     if axes[0][0].get_legend_handles_labels()[0]:  # no run has logged a step yet: no legend
         axes[0][0].legend(fontsize=8, loc="best")
     figure.suptitle(
-        f"{results['experiment']}: mean over seeds ± std (thin: single seeds; train curves "
-        f"smoothed over {SMOOTH} steps)",
+        f"{results['experiment']}: mean over finished seeds ± std (thin: single seeds; "
+        f"train curves smoothed over {SMOOTH} steps)",
         fontsize=10,
     )
     return _save_png(figure, path)
@@ -217,9 +228,10 @@ def plot_dose(results: Mapping[str, Any], path: Path) -> Path | None:
                 textcoords="offset points",
             )
         runs = [r for r in results["runs"] if r["algo"] == arm and r["status"] != "pending"]
-        steps, means, _ = mean_curve(runs, "aem/entropy_mean")
+        averaged = averaged_runs(runs)
+        steps, means, _ = mean_curve(averaged, "aem/entropy_mean")
         if steps:
-            label = f"λ = {dose:g} (n={len(runs)})"
+            label = f"λ = {dose:g} (n={len(averaged)})"
             right.plot(steps, _smooth(means, SMOOTH), lw=2, color=colour, label=label)
     left.axhline(0, color="grey", lw=0.8)
     left.set_xlabel("λ (0: GRPO; −1: reversed α)")

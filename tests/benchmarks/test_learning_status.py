@@ -99,7 +99,7 @@ def test_the_status_command_rewrites_results_from_the_runs_done(
     blind = ["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--status"]
     assert main([*blind, "--training-only"]) == 0
     printed = capsys.readouterr().out
-    assert "held-out" not in printed
+    assert "held-out success" not in printed  # neither the column nor the start's score
     assert "| grpo-seed2 | waiting | — | — | — | — |  |" in printed
     row = "| aem-seed1 | stopped | 5 | 4 | 0.030 | 0.500 | resumes from checkpoint-4 |"
     assert row in printed
@@ -118,6 +118,7 @@ def test_the_start_says_whether_it_is_built(tmp_path: Path) -> None:
     (tmp_path / lc.START_DIR / lc.START_MARKER).write_text(json.dumps({"heldout_success": 0.25}))
     (tmp_path / lc.TASK_CHECK_FILE).write_text("{}")
     assert start_status(tmp_path) == "start: ready (held-out success 0.250); task check: done"
+    assert start_status(tmp_path, heldout=False) == "start: ready; task check: done"
 
 
 def test_the_running_marker_lives_as_long_as_the_run(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ commands the env refused while its AEM runs did not (``docs/small-agent.md``); t
 the pushes the runs trained on, from the unit rows the drift probe writes
 (:mod:`benchmarks.learning.drift`; every ``drift_every`` steps). Every run gets both sums: Σ A
 (what a GRPO run trains on) and Σ α · A with α recomputed from each turn's H̄ within its group
-(what an AEM run trains on, and what AEM would have made of a GRPO run's batch).
+(what an AEM run trains on, and what AEM would have made of a GRPO run's batch), and, split by
+the advantage's sign, the turns' mean H̄ and what α adds to each side's push.
 
     python -m benchmarks.learning.push RUN_DIR [RUN_DIR ...] [--steps FIRST LAST]
 
@@ -63,17 +64,67 @@ def entropy_alpha(
     return [float(a) for a in alpha]
 
 
+def with_alpha(
+    units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
+) -> list[dict[str, Any]]:
+    """The :func:`commanded` rows, each with ``alpha`` recomputed by :func:`entropy_alpha`."""
+    rows = commanded(units)
+    alpha = entropy_alpha(rows, lam=lam, gate=gate)
+    return [{**u, "alpha": a} for u, a in zip(rows, alpha, strict=True)]
+
+
+def push_by_sign(
+    units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
+) -> list[dict[str, Any]]:
+    """For the turns with A > 0 and those with A < 0: turns, share, mean H̄, mean α, Σ A / N
+    and Σ (α − 1) · A / N (N every turn counted), what α adds to each side's push. AEM's
+    account of entropy rests on which side its typical (low-H̄) replies are on: α amplifies
+    that side, and a net positive push to confident replies sharpens the policy."""
+    rows = with_alpha(units, lam=lam, gate=gate)
+    total = len(rows)
+    table = []
+    for sign, cell in (
+        ("A > 0", [u for u in rows if u["advantage"] > 0]),
+        ("A < 0", [u for u in rows if u["advantage"] < 0]),
+    ):
+        if cell:
+            table.append(
+                {
+                    "sign": sign,
+                    "turns": len(cell),
+                    "share": len(cell) / total,
+                    "entropy": sum(u["entropy"] for u in cell) / len(cell),
+                    "alpha": sum(u["alpha"] for u in cell) / len(cell),
+                    "push": sum(u["advantage"] for u in cell) / total,
+                    "added": sum((u["alpha"] - 1) * u["advantage"] for u in cell) / total,
+                }
+            )
+    return table
+
+
+def sign_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Markdown of :func:`push_by_sign`'s rows (pushes per thousand turns)."""
+    lines = [
+        "| advantage | turns | share | mean H̄ (nats) | mean α | Σ A (‰) | Σ (α−1)·A (‰) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['sign']} | {r['turns']} | {100 * r['share']:.1f} % | {r['entropy']:.3f} "
+            f"| {r['alpha']:.3f} | {1000 * r['push']:+.1f} | {1000 * r['added']:+.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def push_by_command(
     units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
     """Per (command, refused): turns, their share of all turns, mean A, mean α (from H̄,
     :func:`entropy_alpha`), and the pushes Σ A / N and Σ α · A / N (N every turn counted),
     most turns first; only :func:`commanded` rows count."""
-    rows = commanded(units)
+    rows = with_alpha(units, lam=lam, gate=gate)
     if not rows:
         return []
-    alpha = entropy_alpha(rows, lam=lam, gate=gate)
-    rows = [{**u, "alpha": a} for u, a in zip(rows, alpha, strict=True)]
     total = len(rows)
     counts = Counter(u["command"] for u in rows)
     cells: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
@@ -157,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"## {run.name}: steps {', '.join(map(str, steps))} (trained on {applied})\n")
         print(push_table(rows) + "\n")
         print(net_table(rows) + "\n")
+        print(sign_table(push_by_sign(units, lam=args.lam, gate=args.gate)) + "\n")
 
 
 if __name__ == "__main__":

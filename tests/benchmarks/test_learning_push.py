@@ -7,7 +7,14 @@ import math
 import pytest
 
 from benchmarks.learning.drift import UNITS_FILE, UnitsWriter, read_units
-from benchmarks.learning.push import entropy_alpha, main, net_table, push_by_command
+from benchmarks.learning.push import (
+    entropy_alpha,
+    main,
+    net_table,
+    push_by_command,
+    push_by_sign,
+    sign_table,
+)
 
 
 def unit(
@@ -62,6 +69,29 @@ def test_pushes_sum_each_commands_weighted_advantages_over_all_turns() -> None:
     assert net[2] == f"| `take` | 3 | {1000 * take[0]:+.1f} | {1000 * take[1]:+.1f} |"
 
 
+def test_the_sign_split_shows_what_alpha_adds_to_each_side() -> None:
+    """Confident replies won, uncertain ones lost: α lifts the positive side and shrinks the
+    negative, so both sides add positive push; a zero advantage is on neither side."""
+    units = [
+        unit(5, "go", 0.0, 2.0, hbar=0.1),
+        unit(5, "go", -0.1, -1.0, hbar=0.6),
+        unit(5, "take", -0.1, -1.0, hbar=1.1),
+        unit(5, "go", 0.0, 0.0, hbar=0.6),
+    ]
+    alpha = entropy_alpha(units)
+    assert alpha[0] > 1 > alpha[2]
+    positive, negative = push_by_sign(units)
+    assert (positive["sign"], positive["turns"], positive["share"]) == ("A > 0", 1, 0.25)
+    assert positive["entropy"] == pytest.approx(0.1) and positive["alpha"] == alpha[0]
+    assert positive["push"] == pytest.approx(0.5)
+    assert positive["added"] == pytest.approx((alpha[0] - 1) * 2.0 / 4)
+    assert negative["turns"] == 2 and negative["entropy"] == pytest.approx(0.85)
+    assert negative["added"] == pytest.approx(-(alpha[1] - 1 + alpha[2] - 1) / 4)
+    assert positive["added"] > 0 and negative["added"] > 0
+    lines = sign_table([positive, negative]).splitlines()
+    assert lines[2].startswith(f"| A > 0 | 1 | 25.0 % | 0.100 | {alpha[0]:.3f} | +500.0 |")
+
+
 def test_rare_commands_are_counted_together_and_rows_without_commands_are_left_out() -> None:
     units = [unit(1, "go", 0.0, 0.1) for _ in range(199)] + [unit(1, "look", 0.0, 1.0)]
     old = {k: v for k, v in unit(1, "", 0.0, 5.0).items() if k not in ("reward", "command")}
@@ -82,6 +112,7 @@ def test_the_cli_reads_a_runs_unit_file_and_refuses_one_without_commands(tmp_pat
     # a group of one: α = 1
     assert "| `take` | yes | 1 | 100.0 % | +1.000 | 1.000 | +1000.0 | +1000.0 |" in table
     assert "`go`" not in table  # step 10 is outside the asked steps
+    assert "| A > 0 | 1 | 100.0 % | 0.400 | 1.000 | +1000.0 | +0.0 |" in table
     with pytest.raises(SystemExit):
         main([str(run), "--steps", "20", "30"])
     assert "no unit rows with a command" in capsys.readouterr().err

@@ -76,52 +76,42 @@ def with_alpha(
 def push_by_sign(
     units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
-    """For the turns with A > 0 and those with A < 0: turns, share, mean H̄, mean α, Σ A / N
-    and Σ (α − 1) · A / N (N every turn counted), what α adds to each side's push. AEM's
-    account of entropy rests on which side its typical (low-H̄) replies are on: α amplifies
-    that side, and a net positive push to confident replies sharpens the policy."""
+    """For the turns with A > 0 and those with A < 0, :func:`_stats`. AEM's account of
+    entropy rests on which side its typical (low-H̄) replies are on: α amplifies that side,
+    and a net positive push to confident replies sharpens the policy."""
     rows = with_alpha(units, lam=lam, gate=gate)
-    total = len(rows)
-    table = []
-    for sign, cell in (
-        ("A > 0", [u for u in rows if u["advantage"] > 0]),
-        ("A < 0", [u for u in rows if u["advantage"] < 0]),
-    ):
-        if cell:
-            table.append(
-                {
-                    "sign": sign,
-                    "turns": len(cell),
-                    "share": len(cell) / total,
-                    "entropy": sum(u["entropy"] for u in cell) / len(cell),
-                    "alpha": sum(u["alpha"] for u in cell) / len(cell),
-                    "push": sum(u["advantage"] for u in cell) / total,
-                    "added": sum((u["alpha"] - 1) * u["advantage"] for u in cell) / total,
-                }
-            )
-    return table
+    sides = {
+        "A > 0": [u for u in rows if u["advantage"] > 0],
+        "A < 0": [u for u in rows if u["advantage"] < 0],
+    }
+    return [{"sign": sign, **_stats(cell, len(rows))} for sign, cell in sides.items() if cell]
 
 
 def sign_table(rows: Sequence[dict[str, Any]]) -> str:
-    """Markdown of :func:`push_by_sign`'s rows (pushes per thousand turns)."""
-    lines = [
-        "| advantage | turns | share | mean H̄ (nats) | mean α | Σ A (‰) | Σ (α−1)·A (‰) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['sign']} | {r['turns']} | {100 * r['share']:.1f} % | {r['entropy']:.3f} "
-            f"| {r['alpha']:.3f} | {1000 * r['push']:+.1f} | {1000 * r['added']:+.1f} |"
-        )
-    return "\n".join(lines)
+    """Markdown of :func:`push_by_sign`'s rows (pushes per thousand turns), with what α adds
+    to each side's push, Σ (α − 1)·A."""
+    return _markdown(
+        ["advantage", "turns", "share", "mean H̄ (nats)", "mean α", "Σ A (‰)", "Σ (α−1)·A (‰)"],
+        [
+            [
+                r["sign"],
+                str(r["turns"]),
+                f"{100 * r['share']:.1f} %",
+                f"{r['entropy']:.3f}",
+                f"{r['alpha']:.3f}",
+                f"{1000 * r['push']:+.1f}",
+                f"{1000 * (r['push_alpha'] - r['push']):+.1f}",
+            ]  # fmt: skip
+            for r in rows
+        ],
+    )
 
 
 def push_by_command(
     units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
-    """Per (command, refused): turns, their share of all turns, mean A, mean α (from H̄,
-    :func:`entropy_alpha`), and the pushes Σ A / N and Σ α · A / N (N every turn counted),
-    most turns first; only :func:`commanded` rows count."""
+    """Per (command, refused), :func:`_stats`, most turns first; only :func:`commanded` rows
+    count."""
     rows = with_alpha(units, lam=lam, gate=gate)
     if not rows:
         return []
@@ -132,34 +122,44 @@ def push_by_command(
         name = u["command"] if counts[u["command"]] / total >= MIN_SHARE else "other"
         cells[(name, u["reward"] < 0)].append(u)
     table = [
-        {
-            "command": name,
-            "refused": refused,
-            "turns": len(cell),
-            "share": len(cell) / total,
-            "advantage": sum(u["advantage"] for u in cell) / len(cell),
-            "alpha": sum(u["alpha"] for u in cell) / len(cell),
-            "push": sum(u["advantage"] for u in cell) / total,
-            "push_alpha": sum(u["alpha"] * u["advantage"] for u in cell) / total,
-        }
+        {"command": name, "refused": refused, **_stats(cell, total)}
         for (name, refused), cell in cells.items()
     ]
     return sorted(table, key=lambda r: (-r["turns"], r["command"], r["refused"]))
 
 
+def _stats(cell: Sequence[dict[str, Any]], total: int) -> dict[str, Any]:
+    """A cell's turns, their share of all ``total`` turns, their mean A, H̄ and α (from H̄,
+    :func:`entropy_alpha`), and the pushes Σ A / N and Σ α · A / N (N = ``total``)."""
+    return {
+        "turns": len(cell),
+        "share": len(cell) / total,
+        "advantage": sum(u["advantage"] for u in cell) / len(cell),
+        "entropy": sum(u["entropy"] for u in cell) / len(cell),
+        "alpha": sum(u["alpha"] for u in cell) / len(cell),
+        "push": sum(u["advantage"] for u in cell) / total,
+        "push_alpha": sum(u["alpha"] * u["advantage"] for u in cell) / total,
+    }
+
+
 def push_table(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown of :func:`push_by_command`'s rows (pushes per thousand turns)."""
-    lines = [
-        "| command | refused | turns | share | mean A | mean α | Σ A (‰) | Σ α·A (‰) |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| `{r['command'] or '?'}` | {'yes' if r['refused'] else 'no'} | {r['turns']} "
-            f"| {100 * r['share']:.1f} % | {r['advantage']:+.3f} | {r['alpha']:.3f} "
-            f"| {1000 * r['push']:+.1f} | {1000 * r['push_alpha']:+.1f} |"
-        )
-    return "\n".join(lines)
+    return _markdown(
+        ["command", "refused", "turns", "share", "mean A", "mean α", "Σ A (‰)", "Σ α·A (‰)"],
+        [
+            [
+                f"`{r['command'] or '?'}`",
+                "yes" if r["refused"] else "no",
+                str(r["turns"]),
+                f"{100 * r['share']:.1f} %",
+                f"{r['advantage']:+.3f}",
+                f"{r['alpha']:.3f}",
+                f"{1000 * r['push']:+.1f}",
+                f"{1000 * r['push_alpha']:+.1f}",
+            ]  # fmt: skip
+            for r in rows
+        ],
+    )
 
 
 def net_table(rows: Sequence[dict[str, Any]]) -> str:
@@ -172,12 +172,18 @@ def net_table(rows: Sequence[dict[str, Any]]) -> str:
         cell[0] += r["turns"]
         cell[1] += r["push"]
         cell[2] += r["push_alpha"]
-    lines = ["| command | turns | Σ A (‰) | Σ α·A (‰) |", "|---|---|---|---|"]
-    for name, (turns, push, push_alpha) in sorted(totals.items(), key=lambda kv: -kv[1][0]):
-        lines.append(
-            f"| `{name or '?'}` | {int(turns)} | {1000 * push:+.1f} | {1000 * push_alpha:+.1f} |"
-        )
-    return "\n".join(lines)
+    return _markdown(
+        ["command", "turns", "Σ A (‰)", "Σ α·A (‰)"],
+        [
+            [f"`{name or '?'}`", str(int(turns)), f"{1000 * push:+.1f}", f"{1000 * alpha:+.1f}"]
+            for name, (turns, push, alpha) in sorted(totals.items(), key=lambda kv: -kv[1][0])
+        ],
+    )
+
+
+def _markdown(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def main(argv: Sequence[str] | None = None) -> None:

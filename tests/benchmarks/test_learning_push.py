@@ -84,10 +84,11 @@ def test_the_sign_split_shows_what_alpha_adds_to_each_side() -> None:
     assert (positive["sign"], positive["turns"], positive["share"]) == ("A > 0", 1, 0.25)
     assert positive["entropy"] == pytest.approx(0.1) and positive["alpha"] == alpha[0]
     assert positive["push"] == pytest.approx(0.5)
-    assert positive["added"] == pytest.approx((alpha[0] - 1) * 2.0 / 4)
+    added = [side["push_alpha"] - side["push"] for side in (positive, negative)]
+    assert added[0] == pytest.approx((alpha[0] - 1) * 2.0 / 4)
     assert negative["turns"] == 2 and negative["entropy"] == pytest.approx(0.85)
-    assert negative["added"] == pytest.approx(-(alpha[1] - 1 + alpha[2] - 1) / 4)
-    assert positive["added"] > 0 and negative["added"] > 0
+    assert added[1] == pytest.approx(-(alpha[1] - 1 + alpha[2] - 1) / 4)
+    assert added[0] > 0 and added[1] > 0
     lines = sign_table([positive, negative]).splitlines()
     assert lines[2].startswith(f"| A > 0 | 1 | 25.0 % | 0.100 | {alpha[0]:.3f} | +500.0 |")
 

@@ -101,7 +101,7 @@ def sign_table(rows: Sequence[dict[str, Any]]) -> str:
                 f"{r['alpha']:.3f}",
                 f"{1000 * r['push']:+.1f}",
                 f"{1000 * (r['push_alpha'] - r['push']):+.1f}",
-            ]  # fmt: skip
+            ]
             for r in rows
         ],
     )
@@ -156,7 +156,7 @@ def push_table(rows: Sequence[dict[str, Any]]) -> str:
                 f"{r['alpha']:.3f}",
                 f"{1000 * r['push']:+.1f}",
                 f"{1000 * r['push_alpha']:+.1f}",
-            ]  # fmt: skip
+            ]
             for r in rows
         ],
     )

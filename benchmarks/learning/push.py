@@ -13,7 +13,7 @@ the pushes the runs trained on, from the unit rows the drift probe writes
 (what an AEM run trains on, and what AEM would have made of a GRPO run's batch), and, split by
 the advantage's sign, the turns' mean H̄ and what α adds to each side's push.
 
-    python -m benchmarks.learning.push RUN_DIR [RUN_DIR ...] [--steps FIRST LAST]
+    python -m benchmarks.learning.push RUN_DIR [RUN_DIR ...] [--steps FIRST LAST] [--by-sign]
 
 A turn counts as refused when its own reward is negative (the invalid-action penalty).
 Commands under 1 % of the turns are counted together as ``other``.
@@ -67,18 +67,18 @@ def entropy_alpha(
 def with_alpha(
     units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
-    """The :func:`commanded` rows, each with ``alpha`` recomputed by :func:`entropy_alpha`."""
-    rows = commanded(units)
-    alpha = entropy_alpha(rows, lam=lam, gate=gate)
-    return [{**u, "alpha": a} for u, a in zip(rows, alpha, strict=True)]
+    """The rows, each with ``alpha`` recomputed by :func:`entropy_alpha`."""
+    alpha = entropy_alpha(units, lam=lam, gate=gate)
+    return [{**u, "alpha": a} for u, a in zip(units, alpha, strict=True)]
 
 
 def push_by_sign(
     units: Sequence[dict[str, Any]], *, lam: float | None = None, gate: float | None = None
 ) -> list[dict[str, Any]]:
-    """For the turns with A > 0 and those with A < 0, :func:`_stats`. AEM's account of
-    entropy rests on which side its typical (low-H̄) replies are on: α amplifies that side,
-    and a net positive push to confident replies sharpens the policy."""
+    """For the turns with A > 0 and those with A < 0, :func:`_stats` (every row counts: the
+    split needs no command). AEM's account of entropy rests on which side its typical
+    (low-H̄) replies are on: α amplifies that side, and a net positive push to confident
+    replies sharpens the policy."""
     rows = with_alpha(units, lam=lam, gate=gate)
     sides = {
         "A > 0": [u for u in rows if u["advantage"] > 0],
@@ -112,7 +112,7 @@ def push_by_command(
 ) -> list[dict[str, Any]]:
     """Per (command, refused), :func:`_stats`, most turns first; only :func:`commanded` rows
     count."""
-    rows = with_alpha(units, lam=lam, gate=gate)
+    rows = with_alpha(commanded(units), lam=lam, gate=gate)
     if not rows:
         return []
     total = len(rows)
@@ -198,10 +198,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--lam", type=float, help="AEM's λ (default: AEM's, the grid's)")
     parser.add_argument("--gate", type=float, help="AEM's least H̄ range (default: likewise)")
+    parser.add_argument(
+        "--by-sign",
+        action="store_true",
+        help="only the split by the advantage's sign, over every logged unit row (runs from "
+        "before the probe recorded commands too)",
+    )
     args = parser.parse_args(argv)
     first, last = args.steps or (0, 10**9)
     for run in args.runs:
-        units = commanded([u for u in read_units(run) if first <= u["step"] <= last])
+        logged = [u for u in read_units(run) if first <= u["step"] <= last]
+        if args.by_sign:
+            if not logged:
+                parser.error(f"{run} has no unit rows (units.csv.gz) in the asked steps")
+            count = len({int(u["step"]) for u in logged})
+            print(f"## {run}: {len(logged)} turns of {count} logged steps\n")
+            print(sign_table(push_by_sign(logged, lam=args.lam, gate=args.gate)) + "\n")
+            continue
+        units = commanded(logged)
         rows = push_by_command(units, lam=args.lam, gate=args.gate)
         if not rows:
             where = f"in steps {first}-{last}" if args.steps else "yet"

@@ -117,3 +117,11 @@ def test_the_cli_reads_a_runs_unit_file_and_refuses_one_without_commands(tmp_pat
     with pytest.raises(SystemExit):
         main([str(run), "--steps", "20", "30"])
     assert "no unit rows with a command" in capsys.readouterr().err
+    # --by-sign needs no command: the row from before the probe recorded them counts too
+    main([str(run), "--steps", "0", "5", "--by-sign"])
+    table = capsys.readouterr().out
+    assert f"## {run}: 2 turns of 2 logged steps\n" in table and "`take`" not in table
+    assert "| A > 0 | 2 | 100.0 % | 0.400 | 1.000 | +3000.0 | +0.0 |" in table
+    with pytest.raises(SystemExit):
+        main([str(run), "--steps", "20", "30", "--by-sign"])
+    assert "has no unit rows (units.csv.gz) in the asked steps" in capsys.readouterr().err

@@ -25,6 +25,7 @@ from pathlib import Path
 from aem_envs.core.errors import DataError
 from aem_envs.reply import REPLY_FORMAT
 from aem_envs.wrappers.recorder import read_trajectory
+from benchmarks.markdown import pipe_table
 from benchmarks.results import load_results
 
 #: Commands under this share of the turns are reported together as ``other``.
@@ -105,15 +106,17 @@ def table(mixes: Sequence[Mix]) -> str:
     """Markdown: per run, its turns, refused share, and each command's share (refused share)."""
     mixes = _lumped(mixes)
     commands = sorted({c for m in mixes for c in m.turns}, key=lambda c: (c == "other", c))
-    lines = [
-        "| run | turns | refused | " + " | ".join(f"`{c}` (refused)" for c in commands) + " |",
-        "|---|---|---|" + "---|" * len(commands),
+    headers = ["run", "turns", "refused", *(f"`{c}` (refused)" for c in commands)]
+    rows = [
+        [
+            m.name,
+            str(m.total),
+            f"{sum(m.refused.values()) / max(m.total, 1):.1%}",
+            *(f"{m.share(c):.1%} ({m.refused_share(c):.0%})" for c in commands),
+        ]
+        for m in mixes
     ]
-    for m in mixes:
-        refused = sum(m.refused.values()) / max(m.total, 1)
-        cells = [f"{m.share(c):.1%} ({m.refused_share(c):.0%})" for c in commands]
-        lines.append(f"| {m.name} | {m.total} | {refused:.1%} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return pipe_table(headers, rows)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

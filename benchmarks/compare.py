@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.markdown import pipe_table
+
 METRICS = ("success_rate", "mean_score", "mean_steps", "invalid_action_rate")
 _LABELS = {
     "success_rate": "success %",
@@ -59,20 +61,14 @@ def format_comparison(rows: list[dict[str, Any]], name_a: str, name_b: str) -> s
     if not rows:
         return f"No policy and env in common between {name_a} and {name_b}.\n"
     headers = ["policy", "env", "task type", "episodes A/B", *(_LABELS[m] for m in METRICS)]
-    lines = [
-        f"A = {name_a}",
-        f"B = {name_b}",
-        "",
-        "| " + " | ".join(headers) + " |",
-        "|" + "---|" * len(headers),
-    ]
-    for row in rows:
-        cells = [
+    cells = [
+        [
             row["policy"],
             row["env_id"],
             row["task_type"] or "(all)",
             f"{row['episodes'][0]}/{row['episodes'][1]}",
             *(f"{row[m][0]:.1f} → {row[m][1]:.1f} ({row[m][2]:+.1f})" for m in METRICS),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+        for row in rows
+    ]
+    return f"A = {name_a}\nB = {name_b}\n\n" + pipe_table(headers, cells) + "\n"

@@ -29,6 +29,7 @@ from typing import Any
 
 from benchmarks.actionmix import MIN_SHARE
 from benchmarks.learning.drift import read_units
+from benchmarks.markdown import pipe_table
 
 
 def commanded(units: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -90,7 +91,7 @@ def push_by_sign(
 def sign_table(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown of :func:`push_by_sign`'s rows (pushes per thousand turns), with what α adds
     to each side's push, Σ (α − 1)·A."""
-    return _markdown(
+    return pipe_table(
         ["advantage", "turns", "share", "mean H̄ (nats)", "mean α", "Σ A (‰)", "Σ (α−1)·A (‰)"],
         [
             [
@@ -144,7 +145,7 @@ def _stats(cell: Sequence[dict[str, Any]], total: int) -> dict[str, Any]:
 
 def push_table(rows: Sequence[dict[str, Any]]) -> str:
     """Markdown of :func:`push_by_command`'s rows (pushes per thousand turns)."""
-    return _markdown(
+    return pipe_table(
         ["command", "refused", "turns", "share", "mean A", "mean α", "Σ A (‰)", "Σ α·A (‰)"],
         [
             [
@@ -172,18 +173,13 @@ def net_table(rows: Sequence[dict[str, Any]]) -> str:
         cell[0] += r["turns"]
         cell[1] += r["push"]
         cell[2] += r["push_alpha"]
-    return _markdown(
+    return pipe_table(
         ["command", "turns", "Σ A (‰)", "Σ α·A (‰)"],
         [
             [f"`{name or '?'}`", str(int(turns)), f"{1000 * push:+.1f}", f"{1000 * alpha:+.1f}"]
             for name, (turns, push, alpha) in sorted(totals.items(), key=lambda kv: -kv[1][0])
         ],
     )
-
-
-def _markdown(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
 
 
 def main(argv: Sequence[str] | None = None) -> None:

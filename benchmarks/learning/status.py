@@ -33,6 +33,7 @@ from benchmarks.learning.config import (
 )
 from benchmarks.learning.experiment import updates_per_batch
 from benchmarks.learning.heldout import HELDOUT_KEYS
+from benchmarks.markdown import pipe_table
 
 RUNNING_MARKER = "running.json"
 SESSIONS_FILE = "sessions.json"
@@ -174,23 +175,22 @@ def format_status(statuses: list[RunStatus], max_steps: int | None, *, heldout: 
         "run", "state", "step", "checkpoint", f"training success, last {TRAIN_WINDOW} steps",
         "valid actions, likewise", *(["held-out success"] if heldout else []), "note",
     ]  # fmt: skip
-    lines = ["| " + " | ".join(columns) + " |", "|---" * len(columns) + "|"]
     total = f" / {max_steps}" if max_steps else ""
 
     def rate(value: float | None) -> str:
         return "—" if value is None else f"{value:.3f}"
 
+    rows = []
     for s in statuses:
         step = "—" if s.step is None else f"{s.step}{total}"
-        cells = [
+        rows.append([
             s.name, s.state, step, str(s.checkpoint) if s.checkpoint else "—",
             rate(s.train_success), rate(s.valid_rate),
             *([rate(s.heldout_success)] if heldout else []), s.note,
-        ]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
+        ])  # fmt: skip
     counts = {state: sum(s.state == state for s in statuses) for state in _STATES}
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
-    return "\n".join(lines) + f"\n\n{summary}\n"
+    return pipe_table(columns, rows) + f"\n\n{summary}\n"
 
 
 _STATES = ("done", "running", "stopped", "waiting")

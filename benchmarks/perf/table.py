@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.io import atomic_write_json, atomic_write_text
+from benchmarks.markdown import pipe_table
 from benchmarks.published import speed_notes
 
 #: Perf modules in the order the table lists them.
@@ -111,11 +112,7 @@ def _cell(value: Any) -> str:
 
 
 def render_markdown(rows: list[dict[str, Any]], *, quick: bool) -> str:
-    lines = [
-        "| " + " | ".join(COLUMNS) + " |",
-        "|" + "---|" * len(COLUMNS),
-        *("| " + " | ".join(_cell(row.get(c)) for c in COLUMNS) + " |" for row in rows),
-    ]
+    lines = [pipe_table(COLUMNS, ([_cell(row.get(c)) for c in COLUMNS] for row in rows))]
     if not rows:
         lines = ["No perf module is installed (benchmarks/perf/<name>.py)."]
     mode = "quick" if quick else "full"

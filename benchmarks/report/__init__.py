@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from aem_envs.core.io import atomic_write_bytes, atomic_write_text
+from benchmarks.markdown import pipe_table
 from benchmarks.published import caveat
 from benchmarks.report.episodes import page_of, write_episode_pages
 from benchmarks.report.plots import Plot, make_plots
@@ -62,12 +63,8 @@ def _markdown_table(table: Table) -> str:
     lines = [f"### {table.title}", ""]
     if table.note:
         lines += [f"_{table.note}_", ""]
-    lines.append("| " + " | ".join(table.headers) + " |")
-    lines.append("|" + "---|" * len(table.headers))
-    lines += [
-        "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in table.rows
-    ]
-    return "\n".join(lines) + "\n"
+    escaped = ([cell.replace("|", "\\|") for cell in row] for row in table.rows)
+    return "\n".join([*lines, pipe_table(table.headers, escaped)]) + "\n"
 
 
 def render_markdown(

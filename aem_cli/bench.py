@@ -113,6 +113,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "rewrites keep them), for choosing settings on training metrics only",
     )
     learning.add_argument(
+        "--carry",
+        action="store_true",
+        help="copy each unfinished run's newest checkpoint into its folder's carried/, to "
+        "commit with its metrics: a run resumes from it on a machine without its checkpoints; "
+        "train nothing",
+    )
+    learning.add_argument(
         "--report-only",
         action="store_true",
         help="regenerate report.md, report.html and plots from results.json; train nothing",
@@ -204,6 +211,15 @@ def run_learning(args: argparse.Namespace) -> int:
         raise AEMError("--training-only shapes what --status prints: add --status")
     config = load_config(args.config)
     out = args.out or DEFAULT_OUT / config.name
+    if args.carry:
+        from benchmarks.learning.carry import carry
+
+        if args.status or args.run or args.report_only:
+            raise AEMError("--carry copies checkpoints and does nothing else: run it alone")
+        if not out.is_dir():
+            raise AEMError(f"--out {out} holds no grid yet: there is nothing to carry")
+        print("\n".join(carry(out)) or "no unfinished run has a checkpoint: nothing to carry")
+        return 0
     if args.status:
         from benchmarks.learning.collect import write_results
         from benchmarks.learning.status import format_status, run_status, start_status

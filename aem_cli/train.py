@@ -47,6 +47,7 @@ from aem_agent.grpo.run import (
     build_run,
     build_trainer,
     check_output_dir,
+    checkpoint_step,
     last_checkpoint,
     prompt_layout,
     renamed,
@@ -159,7 +160,9 @@ def train(setup: TrainRun) -> TrainResult:
 
         cluster.ray_module()  # likewise "install aem[scale]" (the rollout connects)
     model_dir = resolve_model(model_args.model_name_or_path)
-    metrics = MetricsWriter(output_dir / METRICS_FILE, resume_step=_step_of(checkpoint))
+    metrics = MetricsWriter(
+        output_dir / METRICS_FILE, resume_step=checkpoint_step(checkpoint) if checkpoint else None
+    )
     trainer = build_trainer(
         config,
         model_dir,
@@ -199,11 +202,6 @@ def train(setup: TrainRun) -> TrainResult:
     if trainer.is_world_process_zero():
         write_plot(metrics.rows, plot)
     return TrainResult(output_dir, metrics.path, plot, trainer.state.global_step)
-
-
-def _step_of(checkpoint: Path | None) -> int | None:
-    """The step a ``checkpoint-<step>`` directory was saved at."""
-    return int(checkpoint.name.split("-")[1]) if checkpoint is not None else None
 
 
 def _jsonable(data: dict[str, Any]) -> dict[str, Any]:

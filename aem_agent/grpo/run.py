@@ -216,11 +216,16 @@ def resolve_model(spec: str) -> Path:
 def last_checkpoint(output_dir: Path) -> Path | None:
     """The newest ``checkpoint-<step>`` directory of a run, if any."""
     steps = [
-        (int(p.name.split("-")[1]), p)
+        (checkpoint_step(p), p)
         for p in output_dir.glob("checkpoint-*")
         if p.is_dir() and p.name.split("-")[1].isdigit()
     ]
     return max(steps)[1] if steps else None
+
+
+def checkpoint_step(checkpoint: Path) -> int:
+    """The optimizer step a ``checkpoint-<step>`` directory was saved at (TRL names it so)."""
+    return int(checkpoint.name.split("-")[1])
 
 
 def check_output_dir(

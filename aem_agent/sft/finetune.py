@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from aem_agent.grpo.metrics import MetricsWriter
 from aem_agent.grpo.run import (
     check_output_dir,
+    checkpoint_step,
     last_checkpoint,
     resolve_model,
     save_policy,
@@ -203,7 +204,7 @@ def run_sft(settings: SFTSettings, model: AgentModelConfig | None = None) -> SFT
     checkpoint = last_checkpoint(out) if settings.resume else None
     metrics = MetricsWriter(
         out / "metrics.csv",
-        resume_step=int(checkpoint.name.split("-")[1]) if checkpoint else None,
+        resume_step=checkpoint_step(checkpoint) if checkpoint else None,
     )
     trainer.add_callback(metrics.callback())
     stats = {

@@ -15,14 +15,16 @@ tasks no run trained on. The harness holds everything but the algorithm fixed:
 
 Resumable at every level: a run folder with ``done.json`` (written last, atomically) is
 skipped; a killed run resumes from its newest TRL checkpoint, its ``metrics.csv`` cut back to
-that step; the start checkpoint is built in a scratch folder and renamed into place. Nothing
+that step (on another machine, from the checkpoint :mod:`~benchmarks.learning.carry` committed
+in ``carried/``); the start checkpoint is built in a scratch folder and renamed into place. Nothing
 half-written is ever read back.
 
 Layout of the output folder::
 
     start/                  model + tokenizer every run starts from; start.json (marker)
     runs/<arm>-seed<s>/     metrics.csv, units.csv.gz (:mod:`~benchmarks.learning.drift`),
-                            checkpoint-*/ (while running), final/, done.json
+                            checkpoint-*/ (while running), carried/ (a stopped run's
+                            newest checkpoint, committed), final/, done.json
     results.json            everything the report needs (:mod:`benchmarks.learning.collect`)
     report.md, report.html, table.md, plots/*.png
 
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from aem_envs.core.io import atomic_write_json
+from benchmarks.learning.carry import CARRIED_DIR, drop, restore
 from benchmarks.learning.collect import last_value
 from benchmarks.learning.config import DONE_MARKER, LearningConfig
 from benchmarks.learning.drift import UNITS_FILE, UnitsWriter, drift_callback
@@ -156,6 +159,7 @@ def run_one(
         METRICS_FILE,
         build_config,
         build_trainer,
+        checkpoint_step,
         last_checkpoint,
     )
 
@@ -170,8 +174,10 @@ def run_one(
     # metrics.csv, units.csv.gz, held-out cadence and done.json count rollout batches;
     # TRL's global_step and checkpoint names count optimizer steps, ``updates`` per batch
     updates = train_config.updates_per_batch
+    if restored := restore(run_dir):  # committed by `--carry` on the machine it stopped on
+        log(f"[{algo}-seed{seed}] restored {restored.name} from {CARRIED_DIR}/")
     checkpoint = last_checkpoint(run_dir)
-    resume_step = int(checkpoint.name.split("-")[1]) // updates if checkpoint else None
+    resume_step = checkpoint_step(checkpoint) // updates if checkpoint else None
     writer = MetricsWriter(run_dir / METRICS_FILE, resume_step=resume_step, updates=updates)
     if resume_step is None:
         writer.add(0, start_heldout_row(start_dir))  # its step 0 is the start's score
@@ -250,6 +256,7 @@ def run_one(
     atomic_write_json(done, summary)  # the marker: written last, atomically
     for stale in run_dir.glob("checkpoint-*"):  # done runs are never resumed
         shutil.rmtree(stale, ignore_errors=True)
+    drop(run_dir)
     # TRL's model card, written beside each checkpoint, names no base model here: not a result
     (run_dir / "README.md").unlink(missing_ok=True)
     log(f"{tag} done at step {summary['global_step']}: held-out success {final}")

@@ -217,6 +217,11 @@ def build_start(
     """
     marker = start_dir / START_MARKER
     if marker.is_file():
+        if not (start_dir / "config.json").is_file():  # a clone of a start not committed
+            raise ExperimentError(
+                f"{start_dir} holds {START_MARKER} but not the model it describes (its weights "
+                f"are not committed); rebuild the start: move {marker} away and run again"
+            )
         return json.loads(marker.read_text(encoding="utf-8"))
     from aem_agent.grpo.run import resolve_model
     from aem_agent.models.tiny import build_tiny_model

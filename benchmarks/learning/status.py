@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aem_envs.core.io import atomic_write_json
+from benchmarks.learning.carry import carried_checkpoint
 from benchmarks.learning.collect import last_value, read_metrics, recent_mean
 from benchmarks.learning.config import (
     DONE_MARKER,
@@ -98,7 +99,7 @@ def run_status(
     """The status of every run of ``config``'s grid in ``out``, steps in rollout batches
     (a checkpoint's name counts optimizer steps: ``updates[arm]`` of them a batch,
     :func:`updates_per_batch` when the caller has not computed them)."""
-    from aem_agent.grpo.run import METRICS_FILE, last_checkpoint
+    from aem_agent.grpo.run import METRICS_FILE, checkpoint_step, last_checkpoint
 
     if updates is None:
         updates = {arm: updates_per_batch(config, arm) for arm in config.algorithms}
@@ -107,8 +108,11 @@ def run_status(
         run_dir = out / RUNS_DIR / name
         rows = read_metrics(run_dir / METRICS_FILE)
         step = int(rows[-1]["step"]) if rows and "step" in rows[-1] else None
-        newest = last_checkpoint(run_dir) if run_dir.is_dir() else None
-        checkpoint = int(newest.name.split("-")[1]) // updates[arm] if newest else None
+        own = last_checkpoint(run_dir) if run_dir.is_dir() else None
+        held = carried_checkpoint(run_dir)
+        # on a fresh machine the committed copy (benchmarks.learning.carry) is where it resumes
+        newest = max((c for c in (own, held) if c), key=checkpoint_step, default=None)
+        checkpoint = checkpoint_step(newest) // updates[arm] if newest else None
         note = ""
         if (run_dir / DONE_MARKER).is_file():
             state = "done"
@@ -120,7 +124,8 @@ def run_status(
         else:
             state = "waiting"
         if state == "stopped":
-            note = note or (f"resumes from {newest.name}" if newest else "restarts from step 0")
+            where = newest and newest.relative_to(run_dir).as_posix()
+            note = note or (f"resumes from {where}" if where else "restarts from step 0")
         heldout = last_value(rows, HELDOUT_KEYS[0])
         statuses.append(
             RunStatus(

@@ -12,6 +12,7 @@ import dataclasses
 import itertools
 import json
 import os
+import shutil
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,6 +31,7 @@ pytest.importorskip("trl")
 
 from aem_cli.main import main
 from benchmarks.learning import config as lc
+from benchmarks.learning.carry import CARRIED_DIR, carry
 from benchmarks.learning.collect import write_results
 from benchmarks.learning.drift import read_units
 from benchmarks.learning.env import ENV_ID, register
@@ -314,6 +316,56 @@ def test_a_run_resumed_off_the_held_out_cadence_scores_no_extra_pass(
     assert [int(r["step"]) for r in rows if r.get("heldout/success_rate")] == [0, 2, 4]
 
 
+def test_a_run_carried_to_a_fresh_machine_resumes_where_it_stopped(tmp_path, lucky_env_id) -> None:
+    """Killed after its checkpoint-3, the run's newest checkpoint is carried; a copy of the
+    grid without any ``checkpoint-*`` (what a fresh clone holds) resumes from the carried one
+    and trains steps 4-5 exactly as the run never killed did."""
+    config = experiment(lucky_env_id, train={"save_steps": 1, "max_steps": 5})
+    training = ("step", "reward", "loss", "grad_norm", "episode/valid_rate")
+
+    def training_rows(out: Path) -> list[tuple]:
+        with (out / lc.RUNS_DIR / "grpo-seed0" / "metrics.csv").open() as handle:
+            return [tuple(r[k] for k in training) for r in csv.DictReader(handle) if r.get("loss")]
+
+    whole = tmp_path / "whole"
+    run_grid(config, whole, log=lambda _: None)
+
+    from transformers import TrainerCallback
+
+    class Kill(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.global_step == 4:  # before step 4's checkpoint is written
+                raise KeyboardInterrupt("killed")
+
+    out = tmp_path / "out"
+    with pytest.raises(KeyboardInterrupt):
+        run_grid(config, out, callbacks=[Kill()], log=lambda _: None)
+    assert carry(out) == ["grpo-seed0: carries checkpoint-3"]
+    assert carry(out) == ["grpo-seed0: carries checkpoint-3 already"]
+    run_dir = out / lc.RUNS_DIR / "grpo-seed0"
+    carried = run_dir / CARRIED_DIR / "checkpoint-3"
+    for file in (run_dir / "checkpoint-3").iterdir():
+        assert (carried / file.name).read_bytes() == file.read_bytes(), file.name
+
+    def uncommitted(folder: str, names: list[str]) -> list[str]:  # as .gitignore says
+        return [
+            n for n in names if n.startswith("checkpoint-") and Path(folder).name != CARRIED_DIR
+        ]
+
+    fresh = tmp_path / "fresh"  # what git holds: no checkpoint-* folders but the carried one
+    shutil.copytree(out, fresh, ignore=uncommitted)
+    [stopped] = run_status(config, fresh)
+    assert (stopped.checkpoint, stopped.note) == (3, "resumes from carried/checkpoint-3")
+    logged: list[str] = []
+    run_grid(config, fresh, log=logged.append)
+    assert "[grpo-seed0] restored checkpoint-3 from carried/" in logged
+    fresh_run = fresh / lc.RUNS_DIR / "grpo-seed0"
+    assert json.loads((fresh_run / lc.DONE_MARKER).read_text())["resumed_from"] == "checkpoint-3"
+    assert not (fresh_run / CARRIED_DIR).exists()  # a finished run carries nothing
+    assert training_rows(fresh) == training_rows(whole)
+    assert [row[0] for row in training_rows(fresh)] == ["1", "2", "3", "4", "5"]
+
+
 def test_the_drift_probe_scores_only_every_drift_every_steps(tmp_path, lucky_env_id) -> None:
     config = experiment(  # warmed up to valid replies, so that some turns win
         lucky_env_id,
@@ -381,6 +433,17 @@ def test_results_json_drives_the_report_and_report_only_regenerates_it(tmp_path,
     assert "| GRPO | 50.0 ± 14.1 |" in report and "plots/curves.png" in report
     assert (out / "plots" / "curves.png").stat().st_size > 1000
     assert (out / "table.md").read_text() == table
+
+
+def test_a_start_whose_weights_were_not_committed_is_refused_before_any_run(
+    tmp_path, lucky_env_id
+) -> None:
+    out = tmp_path / "out"
+    (out / lc.START_DIR).mkdir(parents=True)  # what a clone holds of a start kept as start.json
+    (out / lc.START_DIR / lc.START_MARKER).write_text(json.dumps({"heldout_success": 0.25}))
+    with pytest.raises(lc.ExperimentError, match=r"not the model it describes.*move .* away"):
+        run_grid(experiment(lucky_env_id), out, log=lambda _: None)
+    assert not (out / lc.RUNS_DIR).exists()
 
 
 def test_a_grid_spread_over_processes_trains_only_the_runs_named(tmp_path, lucky_env_id) -> None:

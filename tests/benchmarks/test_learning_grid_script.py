@@ -116,3 +116,14 @@ def test_a_failed_lane_stops_the_next_pair_and_a_rerun_reuses_the_start(tmp_path
     assert status == 0, stderr
     assert not any("aem_cli sft" in c for c in calls)  # both stages were built
     assert "gspo-aem-seed2" in runs(calls)
+
+
+def test_a_committed_start_skips_the_sft_and_its_gate(tmp_path: Path) -> None:
+    """The grid's start/ is committed: a fresh clone goes straight to the runs."""
+    start = tmp_path / "out" / "start"
+    start.mkdir(parents=True)
+    (start / "model.safetensors").touch()
+    status, calls, stderr = grid(tmp_path, success=12.5)  # a gate it must not read
+    assert status == 0, stderr
+    assert not any("aem_cli sft" in c or "small-agent-train" in c for c in calls)
+    assert "aem-seed0" in runs(calls)

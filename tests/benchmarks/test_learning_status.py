@@ -182,3 +182,22 @@ def test_what_is_left_is_priced_at_the_pace_of_the_runs_so_far() -> None:
     assert "(2.0 min per step per lane" in line
     assert remaining_line({"runs": [run("pending", None, None)]}) is None  # no pace yet
     assert remaining_line({"runs": [run("done", 100, 12_000.0)]}) is None  # nothing left
+
+
+def test_carry_copies_each_unfinished_runs_newest_checkpoint_where_status_finds_it(
+    grid: tuple[lc.LearningConfig, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config, out = grid
+    carry = ["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--carry"]
+    assert main(carry) == 0
+    assert capsys.readouterr().out.splitlines() == [  # the done run carries nothing
+        "aem-seed0: carries checkpoint-3",
+        "aem-seed1: carries checkpoint-4",
+        "grpo-seed1: carries checkpoint-2",
+    ]
+    (out / lc.RUNS_DIR / "aem-seed1" / "checkpoint-4").rmdir()  # a fresh machine's clone
+    status = {s.name: s for s in run_status(config, out)}
+    assert status["aem-seed1"].note == "resumes from carried/checkpoint-4"
+    assert status["aem-seed1"].checkpoint == 4
+    assert main([*carry, "--status"])
+    assert "--carry copies checkpoints and does nothing else" in capsys.readouterr().err

@@ -6,6 +6,9 @@
 # both have ended, DAPO and DAPO+AEM the same way, then GSPO and GSPO+AEM. Rerun the same
 # command after anything stops: finished pieces are skipped, a killed run resumes from its
 # newest checkpoint, and no later pair starts while an earlier one has a lane that failed.
+# The grid's start/ is committed once built, so a fresh clone skips the SFT; before a session
+# ends, `aem bench learning CONFIG --out OUT --carry` copies each unfinished run's newest
+# checkpoint into its carried/ to commit, and the rerun on another machine resumes from it.
 # Where it stands: aem bench learning CONFIG --out OUT --status
 # Usage: bash benchmarks/learning/configs/alfworld-small-grid.sh [OUT] (default
 # benchmarks/learning/results/alfworld-small; the start goes to runs/small-start).
@@ -20,12 +23,14 @@ export PYTHON OMP_NUM_THREADS=1
 #: before any RL result, on train games only.
 MIN_TRAIN_SUCCESS=20
 
-bash benchmarks/learning/configs/alfworld-small-start.sh "$START"
-success=$($PYTHON -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'][0]['success_rate'])" \
-    "$START/train-success/results.json")
-if ! $PYTHON -c "import sys; sys.exit(float(sys.argv[1]) < $MIN_TRAIN_SUCCESS)" "$success"; then
-    echo "the start wins $success % of train games (< $MIN_TRAIN_SUCCESS %): improve it first" >&2
-    exit 3
+if [[ ! -f $OUT/start/model.safetensors ]]; then  # committed once built: a fresh clone has it
+    bash benchmarks/learning/configs/alfworld-small-start.sh "$START"
+    success=$($PYTHON -c "import json,sys; print(json.load(open(sys.argv[1]))['summary'][0]['success_rate'])" \
+        "$START/train-success/results.json")
+    if ! $PYTHON -c "import sys; sys.exit(float(sys.argv[1]) < $MIN_TRAIN_SUCCESS)" "$success"; then
+        echo "the start wins $success % of train games (< $MIN_TRAIN_SUCCESS %): improve it first" >&2
+        exit 3
+    fi
 fi
 mkdir -p "$OUT/logs"
 

@@ -1,0 +1,74 @@
+"""A stopped run's newest checkpoint kept where git keeps it, so the run resumes on any machine.
+
+Why: a grid's runs last longer than a session, and a session may come back on a fresh machine
+that holds only what was committed. ``checkpoint-*/`` folders are not committed (a run writes
+one every step), so there a run would start again from step 0 and its earlier sessions would be
+lost. :func:`carry` copies each unfinished run's newest checkpoint into the run's ``carried/``
+folder, which is committed with its metrics; :func:`restore` puts it back as
+``checkpoint-<n>/`` when the run resumes where no checkpoint of its own is left. One checkpoint
+per run is carried, the newest: everything TRL resumes from (weights, optimizer moments,
+scheduler, random states, trainer state), so the resumed run is the run that stopped.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from benchmarks.learning.config import DONE_MARKER, RUNS_DIR
+
+CARRIED_DIR = "carried"
+
+
+def carried_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint carried in ``run_dir/carried/``, if any."""
+    from aem_agent.grpo.run import last_checkpoint
+
+    carried = run_dir / CARRIED_DIR
+    return last_checkpoint(carried) if carried.is_dir() else None
+
+
+def carry(out: Path) -> list[str]:
+    """Carry the newest checkpoint of every unfinished run of the grid in ``out``; one line
+    per run saying what was carried (a run already carrying its newest is left as it is)."""
+    from aem_agent.grpo.run import last_checkpoint
+
+    lines = []
+    runs = out / RUNS_DIR
+    for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []:
+        newest = last_checkpoint(run_dir)
+        if (run_dir / DONE_MARKER).is_file() or newest is None:
+            continue
+        held = carried_checkpoint(run_dir)
+        if held is not None and held.name == newest.name:
+            lines.append(f"{run_dir.name}: carries {newest.name} already")
+            continue
+        scratch = run_dir / f".{CARRIED_DIR}.partial"  # renamed into place once whole
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.copytree(newest, scratch / newest.name)
+        drop(run_dir)
+        scratch.rename(run_dir / CARRIED_DIR)
+        lines.append(f"{run_dir.name}: carries {newest.name}")
+    return lines
+
+
+def restore(run_dir: Path) -> Path | None:
+    """Put the carried checkpoint back as ``run_dir/checkpoint-<n>/`` when the run has none as
+    new of its own (a fresh machine, or one that stopped earlier than the machine that carried
+    it); return it, or ``None`` when nothing was done."""
+    from aem_agent.grpo.run import checkpoint_step, last_checkpoint
+
+    held, own = carried_checkpoint(run_dir), last_checkpoint(run_dir)
+    if held is None or (own is not None and checkpoint_step(own) >= checkpoint_step(held)):
+        return None
+    target = run_dir / held.name
+    scratch = run_dir / f".{held.name}.partial"
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(held, scratch)
+    scratch.rename(target)
+    return target
+
+
+def drop(run_dir: Path) -> None:
+    """Remove the run's carried checkpoint (a finished run resumes from nothing)."""
+    shutil.rmtree(run_dir / CARRIED_DIR, ignore_errors=True)

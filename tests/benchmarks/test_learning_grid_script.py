@@ -127,3 +127,21 @@ def test_a_committed_start_skips_the_sft_and_its_gate(tmp_path: Path) -> None:
     assert status == 0, stderr
     assert not any("aem_cli sft" in c or "small-agent-train" in c for c in calls)
     assert "aem-seed0" in runs(calls)
+
+
+def test_a_sampled_pass_whose_results_say_it_finished_is_not_played_again(
+    tmp_path: Path,
+) -> None:
+    """Its episodes are not committed: a fresh clone would play all 720 again (and the
+    model it scored may be gone); a pass that stopped short is resumed."""
+    for name, finished in (("grpo-seed0", 720), ("aem-seed0", 700)):
+        folder = tmp_path / "out" / "sampled" / name
+        folder.mkdir(parents=True)
+        counts = f'{{"planned_episodes": 720, "finished_episodes": {finished}}}'
+        (folder / "results.json").write_text(counts)
+    status, calls, stderr = grid(tmp_path, success=24.3)
+    assert status == 0, stderr
+    passes = [c for c in calls if "aem_cli bench --suite" in c and "/sampled/" in c]
+    assert not any("sampled/grpo-seed0" in c for c in passes)
+    assert any("sampled/aem-seed0" in c for c in passes)
+    assert any("sampled/grpo-seed1" in c for c in passes)

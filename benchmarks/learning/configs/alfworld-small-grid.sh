@@ -35,6 +35,13 @@ fi
 mkdir -p "$OUT/logs"
 
 sampled() {  # sampled held-out score of one model folder, into $OUT/sampled/NAME
+    # a pass whose results.json says every episode finished is done: its episodes are not
+    # committed, so a fresh clone would otherwise play all 720 again
+    if $PYTHON -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r['finished_episodes'] != r['planned_episodes'])" \
+        "$OUT/sampled/$2/results.json" 2> /dev/null; then
+        echo "sampled/$2: scored already"
+        return
+    fi
     $AEM bench --suite benchmarks/suites/small-agent-unseen.yaml --policy "hf:$1" \
         --out "$OUT/sampled/$2" --no-progress
 }

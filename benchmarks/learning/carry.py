@@ -18,6 +18,8 @@ from pathlib import Path
 from benchmarks.learning.config import DONE_MARKER, RUNS_DIR
 
 CARRIED_DIR = "carried"
+#: What the trainer writes last into a checkpoint (transformers' ``TRAINER_STATE_NAME``).
+TRAINER_STATE = "trainer_state.json"
 
 
 def carried_checkpoint(run_dir: Path) -> Path | None:
@@ -29,27 +31,45 @@ def carried_checkpoint(run_dir: Path) -> Path | None:
 
 
 def carry(out: Path) -> list[str]:
-    """Carry the newest checkpoint of every unfinished run of the grid in ``out``; one line
-    per run saying what was carried (a run already carrying its newest is left as it is)."""
-    from aem_agent.grpo.run import last_checkpoint
+    """Carry the newest whole checkpoint of every unfinished run of the grid in ``out``; one
+    line per run saying what was carried (a run already carrying its newest is left as it is).
 
+    Safe while the runs train: a checkpoint still being written is passed over, and one that
+    a newer save removed while it was being copied is copied again from the newer one.
+    """
     lines = []
     runs = out / RUNS_DIR
     for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []:
-        newest = last_checkpoint(run_dir)
-        if (run_dir / DONE_MARKER).is_file() or newest is None:
+        if (run_dir / DONE_MARKER).is_file():
             continue
-        held = carried_checkpoint(run_dir)
-        if held is not None and held.name == newest.name:
-            lines.append(f"{run_dir.name}: carries {newest.name} already")
-            continue
-        scratch = run_dir / f".{CARRIED_DIR}.partial"  # renamed into place once whole
-        shutil.rmtree(scratch, ignore_errors=True)
-        shutil.copytree(newest, scratch / newest.name)
-        drop(run_dir)
-        scratch.rename(run_dir / CARRIED_DIR)
-        lines.append(f"{run_dir.name}: carries {newest.name}")
+        for _ in range(3):  # a save every few minutes: a second try finds it settled
+            newest = newest_whole(run_dir)
+            if newest is None:
+                break
+            held = carried_checkpoint(run_dir)
+            if held is not None and held.name == newest.name:
+                lines.append(f"{run_dir.name}: carries {newest.name} already")
+                break
+            scratch = run_dir / f".{CARRIED_DIR}.partial"  # renamed into place once whole
+            shutil.rmtree(scratch, ignore_errors=True)
+            try:
+                shutil.copytree(newest, scratch / newest.name)
+            except (FileNotFoundError, shutil.Error):  # rotated away by a newer save
+                continue
+            drop(run_dir)
+            scratch.rename(run_dir / CARRIED_DIR)
+            lines.append(f"{run_dir.name}: carries {newest.name}")
+            break
     return lines
+
+
+def newest_whole(run_dir: Path) -> Path | None:
+    """The run's newest checkpoint that was saved to the end: the trainer writes
+    ``trainer_state.json`` last, so a folder without it is a save in progress or killed."""
+    from aem_agent.grpo.run import checkpoint_step
+
+    whole = [p for p in run_dir.glob("checkpoint-*") if (p / TRAINER_STATE).is_file()]
+    return max(whole, key=checkpoint_step, default=None)
 
 
 def restore(run_dir: Path) -> Path | None:

@@ -33,6 +33,7 @@ COMMANDS = (
     "bash benchmarks/learning/configs/alfworld-small-start.sh   # the SFT start alone",
     "bash benchmarks/learning/configs/alfworld-small-grid.sh    # start, every run, resumably",
     f"aem bench learning {CONFIG} \\\n    --out {RESULTS_DIR} --status  # where it stands",
+    f"aem bench learning {CONFIG} \\\n    --out {RESULTS_DIR} --carry  # before a session ends",
 )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -37,8 +38,9 @@ def _run(out: Path, name: str, *, steps: int = 0, checkpoint: int | None = None)
     ]
     lines += [f"{s},,{s},{s / 100},0.5" for s in range(1, steps + 1)]
     (run_dir / "metrics.csv").write_text("\n".join(lines) + "\n")
-    if checkpoint is not None:
+    if checkpoint is not None:  # saved to the end: the trainer's state is written last
         (run_dir / f"checkpoint-{checkpoint}").mkdir()
+        (run_dir / f"checkpoint-{checkpoint}" / "trainer_state.json").write_text("{}")
     return run_dir
 
 
@@ -188,6 +190,7 @@ def test_carry_copies_each_unfinished_runs_newest_checkpoint_where_status_finds_
     grid: tuple[lc.LearningConfig, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config, out = grid
+    (out / lc.RUNS_DIR / "aem-seed1" / "checkpoint-5").mkdir()  # a save still being written
     carry = ["bench", "learning", str(tmp_path / "exp.yaml"), "--out", str(out), "--carry"]
     assert main(carry) == 0
     assert capsys.readouterr().out.splitlines() == [  # the done run carries nothing
@@ -195,7 +198,10 @@ def test_carry_copies_each_unfinished_runs_newest_checkpoint_where_status_finds_
         "aem-seed1: carries checkpoint-4",
         "grpo-seed1: carries checkpoint-2",
     ]
-    (out / lc.RUNS_DIR / "aem-seed1" / "checkpoint-4").rmdir()  # a fresh machine's clone
+    held = out / lc.RUNS_DIR / "aem-seed1" / "carried" / "checkpoint-4" / "trainer_state.json"
+    assert held.read_text() == "{}"
+    for name in ("checkpoint-4", "checkpoint-5"):  # what a fresh machine's clone lacks
+        shutil.rmtree(out / lc.RUNS_DIR / "aem-seed1" / name)
     status = {s.name: s for s in run_status(config, out)}
     assert status["aem-seed1"].note == "resumes from carried/checkpoint-4"
     assert status["aem-seed1"].checkpoint == 4

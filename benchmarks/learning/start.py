@@ -242,7 +242,9 @@ def build_start(
             **spec,
         )
     else:
-        shutil.copytree(resolve_model(str(spec)), model_dir)
+        # the model, not the training state its own run left beside it
+        source = resolve_model(str(spec))
+        shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("checkpoint-*"))
     log(f"[start] model in {model_dir}")
     info: dict[str, Any] = {"model": config.model}
     if config.warmup.steps > 0:

@@ -446,6 +446,26 @@ def test_a_start_whose_weights_were_not_committed_is_refused_before_any_run(
     assert not (out / lc.RUNS_DIR).exists()
 
 
+def test_a_start_from_a_local_model_copies_the_model_not_its_checkpoints(
+    tmp_path, lucky_env_id
+) -> None:
+    """The grid's start/ is committed (the small agent's): the SFT run's own checkpoints,
+    saved beside its model, are training state that would triple it."""
+    first = tmp_path / "first"
+    run_grid(experiment(lucky_env_id, train={"max_steps": 1}), first, log=lambda _: None)
+    model = first / lc.START_DIR
+    (model / "checkpoint-7").mkdir()
+    (model / "checkpoint-7" / "optimizer.pt").write_bytes(b"moments")
+    (model / lc.START_MARKER).unlink()  # a model folder, as `aem sft` leaves one
+    config = dataclasses.replace(
+        experiment(lucky_env_id, train={"max_steps": 1}), model={"path": str(model)}
+    )
+    run_grid(config, tmp_path / "second", log=lambda _: None)
+    start = tmp_path / "second" / lc.START_DIR
+    assert (start / "model.safetensors").is_file() and (start / lc.START_MARKER).is_file()
+    assert not list(start.glob("checkpoint-*"))
+
+
 def test_a_grid_spread_over_processes_trains_only_the_runs_named(tmp_path, lucky_env_id) -> None:
     config = experiment(lucky_env_id, algorithms=["grpo", "aem"], train={"max_steps": 1})
     out = tmp_path / "out"

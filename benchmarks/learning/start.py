@@ -242,9 +242,11 @@ def build_start(
             **spec,
         )
     else:
-        # the model, not the training state its own run left beside it
+        # the model, not the training state its own run left beside it, nor TRL's generated
+        # model card (it names no base model here)
         source = resolve_model(str(spec))
-        shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("checkpoint-*"))
+        leave = shutil.ignore_patterns("checkpoint-*", "README.md")
+        shutil.copytree(source, model_dir, ignore=leave)
     log(f"[start] model in {model_dir}")
     info: dict[str, Any] = {"model": config.model}
     if config.warmup.steps > 0:

@@ -456,6 +456,7 @@ def test_a_start_from_a_local_model_copies_the_model_not_its_checkpoints(
     model = first / lc.START_DIR
     (model / "checkpoint-7").mkdir()
     (model / "checkpoint-7" / "optimizer.pt").write_bytes(b"moments")
+    (model / "README.md").write_text("TRL's model card")
     (model / lc.START_MARKER).unlink()  # a model folder, as `aem sft` leaves one
     config = dataclasses.replace(
         experiment(lucky_env_id, train={"max_steps": 1}), model={"path": str(model)}
@@ -463,7 +464,7 @@ def test_a_start_from_a_local_model_copies_the_model_not_its_checkpoints(
     run_grid(config, tmp_path / "second", log=lambda _: None)
     start = tmp_path / "second" / lc.START_DIR
     assert (start / "model.safetensors").is_file() and (start / lc.START_MARKER).is_file()
-    assert not list(start.glob("checkpoint-*"))
+    assert not list(start.glob("checkpoint-*")) and not (start / "README.md").exists()
 
 
 def test_a_grid_spread_over_processes_trains_only_the_runs_named(tmp_path, lucky_env_id) -> None:

@@ -91,6 +91,13 @@ class RunStatus:
     note: str = ""
     train_success: float | None = None
     valid_rate: float | None = None
+    carried: int | None = None  # the step of its checkpoint in carried/ (benchmarks.learning.carry)
+
+    @property
+    def uncarried(self) -> bool:
+        """Unfinished with a newer checkpoint than the one committed: a fresh machine would
+        resume it from further back (or from step 0)."""
+        return self.state in ("running", "stopped") and self.checkpoint != self.carried
 
 
 def run_status(
@@ -137,6 +144,7 @@ def run_status(
                 note,
                 recent_mean(rows, "episode/success_rate", TRAIN_WINDOW),
                 recent_mean(rows, "episode/valid_rate", TRAIN_WINDOW),
+                checkpoint_step(held) // updates[arm] if held else None,
             )
         )
     return statuses
@@ -195,6 +203,9 @@ def format_status(statuses: list[RunStatus], max_steps: int | None, *, heldout: 
         ])  # fmt: skip
     counts = {state: sum(s.state == state for s in statuses) for state in _STATES}
     summary = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+    uncarried = [s.name for s in statuses if s.uncarried]
+    if uncarried:  # what a session on another machine would lose: commit it with --carry
+        summary += f"\nnot carried at their newest checkpoint: {', '.join(uncarried)} (--carry)"
     return pipe_table(columns, rows) + f"\n\n{summary}\n"
 
 

@@ -83,7 +83,10 @@ def test_each_run_says_where_it_stands(grid: tuple[lc.LearningConfig, Path]) -> 
     assert status["aem-seed1"].train_success == pytest.approx(0.03)  # steps 1-5: 0.01..0.05
     row = "| aem-seed1 | stopped | 5 / 10 | 4 | 0.030 | 0.500 | 0.250 | resumes from checkpoint-4 |"
     assert row in table
-    assert table.rstrip().endswith("1 done, 1 running, 2 stopped, 2 waiting")
+    assert table.rstrip().endswith(
+        "1 done, 1 running, 2 stopped, 2 waiting\n"
+        "not carried at their newest checkpoint: aem-seed0, grpo-seed1, aem-seed1 (--carry)"
+    )
 
 
 def test_the_status_command_rewrites_results_from_the_runs_done(
@@ -204,6 +207,7 @@ def test_carry_copies_each_unfinished_runs_newest_checkpoint_where_status_finds_
         shutil.rmtree(out / lc.RUNS_DIR / "aem-seed1" / name)
     status = {s.name: s for s in run_status(config, out)}
     assert status["aem-seed1"].note == "resumes from carried/checkpoint-4"
-    assert status["aem-seed1"].checkpoint == 4
+    assert status["aem-seed1"].checkpoint == status["aem-seed1"].carried == 4
+    assert "not carried" not in format_status(list(status.values()), 10)
     assert main([*carry, "--status"])
     assert "--carry copies checkpoints and does nothing else" in capsys.readouterr().err

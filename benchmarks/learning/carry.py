@@ -72,14 +72,21 @@ def newest_whole(run_dir: Path) -> Path | None:
     return max(whole, key=checkpoint_step, default=None)
 
 
-def restore(run_dir: Path) -> Path | None:
-    """Put the carried checkpoint back as ``run_dir/checkpoint-<n>/`` when the run has none as
-    new of its own (a fresh machine, or one that stopped earlier than the machine that carried
-    it); return it, or ``None`` when nothing was done."""
+def resume_point(run_dir: Path) -> Path | None:
+    """Where the run resumes: its own newest checkpoint, or the carried one where that is
+    newer (a fresh machine, or one that stopped earlier than the machine that carried it)."""
     from aem_agent.grpo.run import checkpoint_step, last_checkpoint
 
-    held, own = carried_checkpoint(run_dir), last_checkpoint(run_dir)
-    if held is None or (own is not None and checkpoint_step(own) >= checkpoint_step(held)):
+    own = last_checkpoint(run_dir) if run_dir.is_dir() else None
+    held = carried_checkpoint(run_dir)
+    return max((c for c in (own, held) if c), key=checkpoint_step, default=None)
+
+
+def restore(run_dir: Path) -> Path | None:
+    """Put the carried checkpoint back as ``run_dir/checkpoint-<n>/`` where it is the run's
+    :func:`resume_point`; return it, or ``None`` when nothing was done."""
+    held = resume_point(run_dir)
+    if held is None or held.parent == run_dir:  # none, or its own is as new
         return None
     target = run_dir / held.name
     scratch = run_dir / f".{held.name}.partial"

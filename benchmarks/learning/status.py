@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aem_envs.core.io import atomic_write_json
-from benchmarks.learning.carry import carried_checkpoint
+from benchmarks.learning.carry import carried_checkpoint, resume_point
 from benchmarks.learning.collect import last_value, read_metrics, recent_mean
 from benchmarks.learning.config import (
     DONE_MARKER,
@@ -106,7 +106,7 @@ def run_status(
     """The status of every run of ``config``'s grid in ``out``, steps in rollout batches
     (a checkpoint's name counts optimizer steps: ``updates[arm]`` of them a batch,
     :func:`updates_per_batch` when the caller has not computed them)."""
-    from aem_agent.grpo.run import METRICS_FILE, checkpoint_step, last_checkpoint
+    from aem_agent.grpo.run import METRICS_FILE, checkpoint_step
 
     if updates is None:
         updates = {arm: updates_per_batch(config, arm) for arm in config.algorithms}
@@ -115,10 +115,7 @@ def run_status(
         run_dir = out / RUNS_DIR / name
         rows = read_metrics(run_dir / METRICS_FILE)
         step = int(rows[-1]["step"]) if rows and "step" in rows[-1] else None
-        own = last_checkpoint(run_dir) if run_dir.is_dir() else None
-        held = carried_checkpoint(run_dir)
-        # on a fresh machine the committed copy (benchmarks.learning.carry) is where it resumes
-        newest = max((c for c in (own, held) if c), key=checkpoint_step, default=None)
+        newest, held = resume_point(run_dir), carried_checkpoint(run_dir)
         checkpoint = checkpoint_step(newest) // updates[arm] if newest else None
         note = ""
         if (run_dir / DONE_MARKER).is_file():

@@ -8,6 +8,7 @@ file, a results file, a failure where asked), so what is checked is the script's
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -53,6 +54,9 @@ def grid(tmp_path: Path, *, success: float, fail_run: str = "") -> tuple[int, li
         "CALLS": str(calls),
         "SUCCESS": str(success),
         "FAIL_RUN": fail_run,
+        # the script runs from the repository root, whose packages its `-c` code imports; here
+        # the copied configs/ folder would shadow them
+        "PYTHONPATH": str(ROOT),
     }
     done = subprocess.run(
         ["bash", str(CONFIGS / SCRIPTS[0]), "out"],
@@ -137,8 +141,9 @@ def test_a_sampled_pass_whose_results_say_it_finished_is_not_played_again(
     for name, finished in (("grpo-seed0", 720), ("aem-seed0", 700)):
         folder = tmp_path / "out" / "sampled" / name
         folder.mkdir(parents=True)
-        counts = f'{{"planned_episodes": 720, "finished_episodes": {finished}}}'
-        (folder / "results.json").write_text(counts)
+        summary = {"success_rate": 12.5, "episodes": finished, "mean_wall_time_s": 1.0}
+        counts = {"planned_episodes": 720, "finished_episodes": finished, "summary": [summary]}
+        (folder / "results.json").write_text(json.dumps(counts))
     status, calls, stderr = grid(tmp_path, success=24.3)
     assert status == 0, stderr
     passes = [c for c in calls if "aem_cli bench --suite" in c and "/sampled/" in c]

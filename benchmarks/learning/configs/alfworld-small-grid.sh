@@ -35,10 +35,10 @@ fi
 mkdir -p "$OUT/logs"
 
 sampled() {  # sampled held-out score of one model folder, into $OUT/sampled/NAME
-    # a pass whose results.json says every episode finished is done: its episodes are not
-    # committed, so a fresh clone would otherwise play all 720 again
-    if $PYTHON -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(r['finished_episodes'] != r['planned_episodes'])" \
-        "$OUT/sampled/$2/results.json" 2> /dev/null; then
+    # a pass the report reads as finished (collect.read_sampled) is done: its episodes are
+    # not committed, so a fresh clone would otherwise play all 720 again
+    if [[ -f $OUT/sampled/$2/results.json ]] && $PYTHON -c "import sys, pathlib; from benchmarks.learning.collect import read_sampled; sys.exit(read_sampled(pathlib.Path(sys.argv[1])) is None)" \
+        "$OUT/sampled/$2"; then
         echo "sampled/$2: scored already"
         return
     fi

@@ -60,6 +60,8 @@ def carry(out: Path) -> list[str]:
             scratch.rename(run_dir / CARRIED_DIR)
             lines.append(f"{run_dir.name}: carries {newest.name}")
             break
+        else:  # every try lost its source to a newer save: say so rather than stay silent
+            lines.append(f"{run_dir.name}: not carried (its checkpoints kept changing; rerun)")
     return lines
 
 

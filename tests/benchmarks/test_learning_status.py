@@ -211,3 +211,18 @@ def test_carry_copies_each_unfinished_runs_newest_checkpoint_where_status_finds_
     assert "not carried" not in format_status(list(status.values()), 10)
     assert main([*carry, "--status"])
     assert "--carry copies checkpoints and does nothing else" in capsys.readouterr().err
+
+
+def test_carry_says_so_when_every_try_lost_its_source(
+    grid: tuple[lc.LearningConfig, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from benchmarks.learning import carry
+
+    _, out = grid
+
+    def rotated(source: Path, target: Path) -> None:  # a newer save removed it mid-copy
+        raise FileNotFoundError(source)
+
+    monkeypatch.setattr(carry.shutil, "copytree", rotated)
+    assert "aem-seed1: not carried (its checkpoints kept changing; rerun)" in carry.carry(out)
+    assert not (out / lc.RUNS_DIR / "aem-seed1" / carry.CARRIED_DIR).exists()

@@ -147,7 +147,10 @@ def train(setup: TrainRun) -> TrainResult:
     output_dir = Path(config.output_dir)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if resume and checkpoint is None:
-        raise AEMError(f"--resume: no checkpoint-* directory in {output_dir}; start without it")
+        raise AEMError(
+            f"--resume: no whole checkpoint-* directory (one with trainer_state.json) in "
+            f"{output_dir}; start without it"
+        )
     if not resume:
         check_output_dir(output_dir, overwrite=driver.overwrite)
 

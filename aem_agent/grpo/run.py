@@ -47,6 +47,8 @@ SETTINGS_FILE = "aem-train.json"
 FINAL_DIR = "final"
 ADAPTER_DIR = "adapter"
 TENSORBOARD_DIR = "tensorboard"
+#: What the trainer writes last into a checkpoint (transformers' ``TRAINER_STATE_NAME``).
+TRAINER_STATE = "trainer_state.json"
 #: What a run writes into ``output_dir``; ``overwrite`` removes exactly these (and checkpoints).
 OUTPUTS = (METRICS_FILE, PLOT_FILE, SETTINGS_FILE, FINAL_DIR, TENSORBOARD_DIR)
 
@@ -214,11 +216,16 @@ def resolve_model(spec: str) -> Path:
 
 
 def last_checkpoint(output_dir: Path) -> Path | None:
-    """The newest ``checkpoint-<step>`` directory of a run, if any."""
+    """The newest whole ``checkpoint-<step>`` directory of a run, if any.
+
+    Whole means saved to the end: the trainer writes ``trainer_state.json`` last, so a folder
+    without it is a save that was killed (a session ends by killing its runs) and resuming
+    from it would fail on, or silently miss, what it never received.
+    """
     steps = [
         (checkpoint_step(p), p)
         for p in output_dir.glob("checkpoint-*")
-        if p.is_dir() and p.name.split("-")[1].isdigit()
+        if p.name.split("-")[1].isdigit() and (p / TRAINER_STATE).is_file()
     ]
     return max(steps)[1] if steps else None
 

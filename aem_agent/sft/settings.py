@@ -236,6 +236,9 @@ def check_settings(settings: SFTSettings, model: AgentModelConfig | None = None)
         raise SFTError(f"output dir {out} is a file; give a directory")
     if settings.resume:
         if last_checkpoint(out) is None:
-            raise SFTError(f"--resume: no checkpoint-* directory in {out}; start without it")
+            raise SFTError(
+                f"--resume: no whole checkpoint-* directory (one with trainer_state.json) in "
+                f"{out}; start without it"
+            )
     elif not settings.overwrite:
         check_output_dir(out, overwrite=False, outputs=OUTPUTS)

@@ -18,8 +18,6 @@ from pathlib import Path
 from benchmarks.learning.config import DONE_MARKER, RUNS_DIR
 
 CARRIED_DIR = "carried"
-#: What the trainer writes last into a checkpoint (transformers' ``TRAINER_STATE_NAME``).
-TRAINER_STATE = "trainer_state.json"
 
 
 def carried_checkpoint(run_dir: Path) -> Path | None:
@@ -37,13 +35,15 @@ def carry(out: Path) -> list[str]:
     Safe while the runs train: a checkpoint still being written is passed over, and one that
     a newer save removed while it was being copied is copied again from the newer one.
     """
+    from aem_agent.grpo.run import last_checkpoint
+
     lines = []
     runs = out / RUNS_DIR
     for run_dir in sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []:
         if (run_dir / DONE_MARKER).is_file():
             continue
         for _ in range(3):  # a save every few minutes: a second try finds it settled
-            newest = newest_whole(run_dir)
+            newest = last_checkpoint(run_dir)  # a save in progress is not whole: passed over
             if newest is None:
                 break
             held = carried_checkpoint(run_dir)
@@ -63,15 +63,6 @@ def carry(out: Path) -> list[str]:
         else:  # every try lost its source to a newer save: say so rather than stay silent
             lines.append(f"{run_dir.name}: not carried (its checkpoints kept changing; rerun)")
     return lines
-
-
-def newest_whole(run_dir: Path) -> Path | None:
-    """The run's newest checkpoint that was saved to the end: the trainer writes
-    ``trainer_state.json`` last, so a folder without it is a save in progress or killed."""
-    from aem_agent.grpo.run import checkpoint_step
-
-    whole = [p for p in run_dir.glob("checkpoint-*") if (p / TRAINER_STATE).is_file()]
-    return max(whole, key=checkpoint_step, default=None)
 
 
 def resume_point(run_dir: Path) -> Path | None:

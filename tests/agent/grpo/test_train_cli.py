@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import shutil
 import sys
 from pathlib import Path
 
@@ -66,10 +67,13 @@ def test_cli_trains_writes_outputs_and_resumes(tiny_model_dir, tmp_path, doors_e
     assert steps == [1, 2]
     assert all(r["episode/success_rate"] != "" and r["aem/alpha_min"] != "" for r in rows)
 
+    # a session killed mid-save leaves a checkpoint without trainer_state.json: not resumed from
+    (out / "checkpoint-3").mkdir()
+    shutil.copy(out / "checkpoint-2" / "training_args.bin", out / "checkpoint-3")
     assert main([*common, "--steps", "3", "--lam", "1.5", "--resume"]) == 0
     rows = read_metrics(out / "metrics.csv")
     assert [int(r["step"]) for r in rows] == [1, 2, 3]
-    assert (out / "checkpoint-3").is_dir()
+    assert (out / "checkpoint-3" / "trainer_state.json").is_file()
     policy = load_policy(f"hf:{out / 'final'}", temperature=0.0)
     assert policy.history_window == 2 and policy.max_new_tokens == 8  # as trained
 
@@ -95,7 +99,7 @@ def test_fresh_run_refuses_an_earlier_run_unless_overwrite(
 def test_resume_without_checkpoint_is_one_clear_error(tmp_path, capsys, doors_env_id) -> None:
     code = main(["train", doors_env_id, "--output-dir", str(tmp_path), "--resume"])
     assert code == 2
-    assert "no checkpoint" in capsys.readouterr().err
+    assert "no whole checkpoint" in capsys.readouterr().err
 
 
 def test_command_line_overrides_yaml(tmp_path) -> None:

@@ -150,3 +150,20 @@ def test_a_sampled_pass_whose_results_say_it_finished_is_not_played_again(
     assert not any("sampled/grpo-seed0" in c for c in passes)
     assert any("sampled/aem-seed0" in c for c in passes)
     assert any("sampled/grpo-seed1" in c for c in passes)
+
+
+def test_a_stage_resumes_only_from_a_whole_checkpoint(tmp_path: Path) -> None:
+    """A session killed mid-save leaves a checkpoint without trainer_state.json: the stage
+    starts over (``--overwrite``) instead of asking ``aem sft --resume`` for it, which refuses."""
+    read = tmp_path / "runs" / "small-start" / "read"  # the script's $START, as run from its root
+    (read / "checkpoint-50").mkdir(parents=True)
+    status, calls, stderr = grid(tmp_path, success=24.3)
+    assert status == 0, stderr
+    assert "--resume" not in next(c for c in calls if "aem_cli sft" in c)
+    for built in ("out", "runs"):
+        shutil.rmtree(tmp_path / built)
+    (read / "checkpoint-50").mkdir(parents=True)
+    (read / "checkpoint-50" / "trainer_state.json").write_text("{}")
+    status, calls, stderr = grid(tmp_path, success=24.3)
+    assert status == 0, stderr
+    assert "--resume" in next(c for c in calls if "aem_cli sft" in c)

@@ -19,7 +19,8 @@ stage() {  # stage DIR ARGS...: run `aem sft` into DIR unless finished; resume i
     local dir=$1; shift
     if [[ -f $dir/model.safetensors ]]; then echo "done: $dir"; return; fi
     local resume=()
-    if compgen -G "$dir/checkpoint-*" > /dev/null; then resume=(--resume); fi
+    # a whole checkpoint only: one killed mid-save has no trainer_state.json and cannot resume
+    if compgen -G "$dir/checkpoint-*/trainer_state.json" > /dev/null; then resume=(--resume); fi
     $AEM sft "${COMMON[@]}" "$@" --output-dir "$dir" --overwrite "${resume[@]}"
 }
 

@@ -19,8 +19,10 @@ stage() {  # stage DIR ARGS...: run `aem sft` into DIR unless finished; resume i
     local dir=$1; shift
     if [[ -f $dir/model.safetensors ]]; then echo "done: $dir"; return; fi
     local resume=()
-    # a whole checkpoint only: one killed mid-save has no trainer_state.json and cannot resume
-    if compgen -G "$dir/checkpoint-*/trainer_state.json" > /dev/null; then resume=(--resume); fi
+    # only from a checkpoint `aem sft --resume` takes (last_checkpoint: one killed mid-save is
+    # not), else the stage starts over
+    if compgen -G "$dir/checkpoint-*" > /dev/null && $PYTHON -c "import sys, pathlib; from aem_agent.grpo.run import last_checkpoint; sys.exit(last_checkpoint(pathlib.Path(sys.argv[1])) is None)" \
+        "$dir"; then resume=(--resume); fi
     $AEM sft "${COMMON[@]}" "$@" --output-dir "$dir" --overwrite "${resume[@]}"
 }
 
